@@ -1,0 +1,34 @@
+// CPU AdamW update: one fused, vectorised pass over param, grad, m, v.
+#include "kernels/cpu/adamw.h"
+
+#include <cmath>
+
+namespace gossamer::kernels::cpu {
+
+template <class T>
+void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int64_t t) {
+  const T b1 = beta1, b2 = beta2;
+  const T bc1 = T(1) - static_cast<T>(std::pow(double(beta1), double(t)));
+  const T bc2 = T(1) - static_cast<T>(std::pow(double(beta2), double(t)));
+  const T step_size = T(lr) / bc1;
+  const T inv_sqrt_bc2 = T(1) / std::sqrt(bc2);
+  const T decay = T(1) - T(lr) * T(weight_decay);
+  const T e = eps;
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; ++i) {
+    const T g = grad[i];
+    const T mi = b1 * m[i] + (T(1) - b1) * g;
+    const T vi = b2 * v[i] + (T(1) - b2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    param[i] = param[i] * decay - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + e);
+  }
+}
+
+template void adamw_update<float>(float*, const float*, float*, float*, size_t, float, float,
+                                  float, float, float, int64_t);
+template void adamw_update<double>(double*, const double*, double*, double*, size_t, float,
+                                   float, float, float, float, int64_t);
+
+}  // namespace gossamer::kernels::cpu

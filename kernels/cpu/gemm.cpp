@@ -1,0 +1,295 @@
+// CPU gemm, row-major C(M,N) = alpha*op(A)*op(B) + beta*C, on two backends: OpenBLAS
+// (cblas_sgemm/cblas_dgemm) and oneDNN matmul primitives. A oneDNN primitive is created once per
+// (trans_a, trans_b, M, N, K, lda, ldb, ldc, beta) and kept in a process-wide cache (a memo, not
+// observable state); each calling thread executes on its own stream with its own scratchpad, so
+// concurrent calls are safe. oneDNN only runs alpha == 1, beta in {0,1}; anything else goes to
+// OpenBLAS. Invariant: which backend a call uses is a pure function of its arguments and of the
+// backend chosen at start-up (never of timings), so a run is bitwise reproducible from its config
+// for a fixed thread count.
+#include "kernels/cpu/gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+
+namespace gossamer::kernels::cpu {
+
+namespace {
+
+std::atomic<GemmBackend> g_backend{GemmBackend::GEMM_BACKEND_AUTO};
+
+// ---- AUTO rule -------------------------------------------------------------------------------
+// Fixed per-shape rule, measured with bench/bench_gemm on the GPT-2 training shapes (2 threads,
+// AVX-512 Xeon; numbers and method in docs/PERF.md "## CPU gemm backends").
+//   - oneDNN (brgemm matmul) wins on every training shape with M*N*K >= 2^22 ... see PERF.md.
+//   - small products are dominated by fixed per-call cost, where OpenBLAS is ahead.
+bool auto_prefers_onednn(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
+  const int64_t flops = 2 * M * N * K;
+  return flops >= (int64_t{1} << 24);
+}
+
+// ---- OpenBLAS --------------------------------------------------------------------------------
+// The OpenMP build of OpenBLAS follows omp_set_num_threads(); a pthread build keeps its own
+// count, which we align with OpenMP's (outside parallel regions) so that it neither
+// oversubscribes the cores nor leaves them idle when the program changes the thread count.
+void openblas_sync_threads() {
+  static const bool own_pool = openblas_get_parallel() != 2;
+  if (!own_pool || omp_in_parallel()) return;
+  const int want = omp_get_max_threads();
+  if (openblas_get_num_threads() != want) {
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    openblas_set_num_threads(want);
+  }
+}
+
+void openblas_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                   int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  openblas_sync_threads();
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// ---- oneDNN ----------------------------------------------------------------------------------
+struct DnnlKey {
+  bool trans_a, trans_b, accumulate;  // accumulate: beta == 1 (sum post-op), else beta == 0
+  int M, N, K, lda, ldb, ldc;
+  bool operator==(const DnnlKey&) const = default;
+};
+
+struct DnnlKeyHash {
+  size_t operator()(const DnnlKey& k) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(uint64_t{k.trans_a} | uint64_t{k.trans_b} << 1 | uint64_t{k.accumulate} << 2);
+    for (int v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint32_t>(v));
+    return static_cast<size_t>(h);
+  }
+};
+
+struct DnnlGemm {
+  dnnl::matmul prim;
+  dnnl::memory::desc a_md, b_md, c_md, scratch_md;
+  size_t scratch_bytes = 0;
+};
+
+class DnnlContext {
+ public:
+  static DnnlContext& instance() {
+    static DnnlContext ctx;
+    return ctx;
+  }
+
+  const dnnl::engine& engine() const { return engine_; }
+
+  // Returns the cached primitive for key, creating it on first use.
+  const DnnlGemm& get(const DnnlKey& key) {
+    {
+      std::shared_lock lock(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return *it->second;
+    }
+    auto entry = create(key);  // outside the lock: creation takes milliseconds
+    std::unique_lock lock(mu_);
+    auto [it, inserted] = cache_.try_emplace(key, std::move(entry));
+    return *it->second;
+  }
+
+ private:
+  DnnlContext() : engine_(dnnl::engine::kind::cpu, 0) {}
+
+  std::unique_ptr<DnnlGemm> create(const DnnlKey& k) const {
+    using dt = dnnl::memory::data_type;
+    using dims = dnnl::memory::dims;
+    // op(A) is (M,K): stored (M,K) with row stride lda, or (K,M) with row stride lda.
+    const dims a_strides = k.trans_a ? dims{1, k.lda} : dims{k.lda, 1};
+    const dims b_strides = k.trans_b ? dims{1, k.ldb} : dims{k.ldb, 1};
+    auto e = std::make_unique<DnnlGemm>();
+    e->a_md = dnnl::memory::desc({k.M, k.K}, dt::f32, a_strides);
+    e->b_md = dnnl::memory::desc({k.K, k.N}, dt::f32, b_strides);
+    e->c_md = dnnl::memory::desc({k.M, k.N}, dt::f32, dims{k.ldc, 1});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (k.accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    try {
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a_md, e->b_md, e->c_md), attr, engine_);
+      e->scratch_md = pd.scratchpad_desc();
+      e->scratch_bytes = e->scratch_md.get_size();
+      e->prim = dnnl::matmul(pd);
+    } catch (const dnnl::error& err) {
+      fail(
+          "gemm: oneDNN cannot create a matmul for trans_a=%d trans_b=%d M=%d N=%d K=%d lda=%d "
+          "ldb=%d ldc=%d: %s",
+          k.trans_a, k.trans_b, k.M, k.N, k.K, k.lda, k.ldb, k.ldc, err.what());
+    }
+    return e;
+  }
+
+  dnnl::engine engine_;
+  std::shared_mutex mu_;
+  std::unordered_map<DnnlKey, std::unique_ptr<DnnlGemm>, DnnlKeyHash> cache_;
+};
+
+// Per-thread stream and scratchpad (grown, never shrunk).
+struct DnnlThreadState {
+  dnnl::stream stream;
+  std::unique_ptr<char[], void (*)(char*)> scratch{
+      nullptr, [](char* p) { ::operator delete[](p, std::align_val_t{64}); }};
+  size_t scratch_size = 0;
+
+  char* scratchpad(size_t bytes) {
+    if (bytes > scratch_size) {
+      scratch.reset(static_cast<char*>(::operator new[](bytes, std::align_val_t{64})));
+      scratch_size = bytes;
+    }
+    return scratch.get();
+  }
+};
+
+DnnlThreadState& dnnl_thread_state() {
+  thread_local DnnlThreadState state{dnnl::stream(DnnlContext::instance().engine())};
+  return state;
+}
+
+void onednn_gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+                 const float* B, int ldb, bool accumulate, float* C, int ldc) {
+  DnnlContext& ctx = DnnlContext::instance();
+  const DnnlGemm& g = ctx.get({trans_a, trans_b, accumulate, M, N, K, lda, ldb, ldc});
+  DnnlThreadState& ts = dnnl_thread_state();
+  const dnnl::engine& eng = ctx.engine();
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(g.a_md, eng, const_cast<float*>(A))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(g.b_md, eng, const_cast<float*>(B))},
+      {DNNL_ARG_DST, dnnl::memory(g.c_md, eng, C)},
+  };
+  if (g.scratch_bytes > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(g.scratch_md, eng, ts.scratchpad(g.scratch_bytes)));
+  }
+  g.prim.execute(ts.stream, args);
+  ts.stream.wait();
+}
+
+void check_args(const char* type, bool trans_a, bool trans_b, int M, int N, int K, int lda, int ldb,
+                int ldc) {
+  const int a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
+  GOSSAMER_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= std::max(1, a_cols) &&
+                     ldb >= std::max(1, b_cols) && ldc >= std::max(1, N),
+                 "gemm<%s>: invalid arguments trans_a=%d trans_b=%d M=%d N=%d K=%d lda=%d ldb=%d "
+                 "ldc=%d (expected sizes >= 0 and row strides >= the stored row length)",
+                 type, trans_a, trans_b, M, N, K, lda, ldb, ldc);
+}
+
+}  // namespace
+
+void gemm_set_backend(GemmBackend backend) {
+  g_backend.store(backend);
+}
+GemmBackend gemm_backend() {
+  return g_backend.load();
+}
+
+GemmBackend gemm_backend_from_string(const std::string& name) {
+  if (name == "auto") return GemmBackend::GEMM_BACKEND_AUTO;
+  if (name == "openblas") return GemmBackend::GEMM_BACKEND_OPENBLAS;
+  if (name == "onednn") return GemmBackend::GEMM_BACKEND_ONEDNN;
+  fail("gemm backend: expected auto|openblas|onednn, found '%s'", name.c_str());
+}
+
+const char* gemm_backend_name(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::GEMM_BACKEND_AUTO:
+      return "auto";
+    case GemmBackend::GEMM_BACKEND_OPENBLAS:
+      return "openblas";
+    case GemmBackend::GEMM_BACKEND_ONEDNN:
+      return "onednn";
+  }
+  return "?";
+}
+
+std::string gemm_describe() {
+  const dnnl_version_t* v = dnnl_version();
+  const char* dnnl_rt = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "non-OpenMP";
+  const int par = openblas_get_parallel();
+  const char* blas_build = par == 2 ? "openmp build" : par == 1 ? "pthread build" : "serial build";
+  std::string blas_version = openblas_get_config();  // "OpenBLAS 0.3.21 NO_LAPACKE ..."
+  blas_version = blas_version.substr(0, blas_version.find(' ', sizeof("OpenBLAS")));
+  const char* env_core = std::getenv("OPENBLAS_CORETYPE");
+  return strprintf("oneDNN %d.%d.%d (%s, %d threads) + %s (%s, %d threads, coretype %s%s)",
+                   v->major, v->minor, v->patch, dnnl_rt, omp_get_max_threads(),
+                   blas_version.c_str(), blas_build,
+                   par == 2 ? omp_get_max_threads() : openblas_get_num_threads(),
+                   openblas_get_corename(), env_core ? "" : ", OPENBLAS_CORETYPE unset");
+}
+
+GemmBackend gemm_backend_for(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                             float beta) {
+  const GemmBackend b = gemm_backend();
+  if (b == GemmBackend::GEMM_BACKEND_OPENBLAS) return b;
+  if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || K == 0) {
+    return GemmBackend::GEMM_BACKEND_OPENBLAS;
+  }
+  if (b == GemmBackend::GEMM_BACKEND_ONEDNN) return b;
+  return auto_prefers_onednn(trans_a, trans_b, M, N, K) ? GemmBackend::GEMM_BACKEND_ONEDNN
+                                                        : GemmBackend::GEMM_BACKEND_OPENBLAS;
+}
+
+template <>
+void gemm<float>(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                 int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  check_args("float", trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  if (M == 0 || N == 0) return;
+  if (gemm_backend_for(trans_a, trans_b, M, N, K, alpha, beta) ==
+      GemmBackend::GEMM_BACKEND_ONEDNN) {
+    onednn_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta == 1.0f, C, ldc);
+  } else {
+    openblas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
+template <>
+void gemm<double>(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const double* A,
+                  int lda, const double* B, int ldb, double beta, double* C, int ldc) {
+  check_args("double", trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  if (M == 0 || N == 0) return;
+  openblas_sync_threads();
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+double gemm_peak_gflops_measured(int repeats) {
+  constexpr int M = 2048, N = 3072, K = 768;
+  std::vector<float> a(size_t{M} * K), b(size_t{N} * K), c(size_t{M} * N);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) * 0.01f - 0.08f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
+  gemm<float>(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+  std::vector<double> secs;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm<float>(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(secs.begin(), secs.begin() + secs.size() / 2, secs.end());
+  return 2.0 * M * N * K / secs[secs.size() / 2] * 1e-9;
+}
+
+}  // namespace gossamer::kernels::cpu

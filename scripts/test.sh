@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: installs dependencies, prepares the tokenizer and
+# the default corpus (both needed by tokenizer and end-to-end tests), builds with warnings as
+# errors, runs every ctest test, then builds the unit tests with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs them. Idempotent. Exit status is non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+bash scripts/install-deps.sh
+bash scripts/build.sh -DGOSSAMER_WERROR=ON
+bash scripts/prepare-data.sh web
+
+echo "== ctest (Release) =="
+ctest --test-dir build --output-on-failure -j 2 --timeout 1200
+
+if [[ "${GOSSAMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  [[ -f build-asan/CMakeCache.txt ]] || cmake -S . -B build-asan "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGOSSAMER_SANITIZE=ON -DGOSSAMER_WERROR=ON >/dev/null
+  cmake --build build-asan -j "$(nproc)"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -L unit -j 2 --timeout 1800
+fi

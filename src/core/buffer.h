@@ -1,0 +1,52 @@
+// HostBuffer<T>: an owned, 64-byte aligned array allocated once and reused.
+// Invariant: the memory is zero-filled (touched) at construction, so first-touch page
+// faults happen at start-up and never inside a training step; buffers of 2 MiB and
+// more are advised to use transparent huge pages. Move-only (RAII).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace gossamer {
+
+void* host_alloc(size_t bytes);  // aligned, huge-page advised, zero-filled; throws on failure
+void host_free(void* p, size_t bytes);
+
+template <class T>
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  explicit HostBuffer(size_t n) : n_(n), p_(n ? static_cast<T*>(host_alloc(n * sizeof(T))) : nullptr) {}
+  ~HostBuffer() { release(); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  HostBuffer(HostBuffer&& o) noexcept : n_(o.n_), p_(o.p_) { o.n_ = 0, o.p_ = nullptr; }
+  HostBuffer& operator=(HostBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      n_ = o.n_, p_ = o.p_;
+      o.n_ = 0, o.p_ = nullptr;
+    }
+    return *this;
+  }
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+  std::span<T> span() { return {p_, n_}; }
+  std::span<const T> span() const { return {p_, n_}; }
+
+ private:
+  void release() {
+    if (p_) host_free(p_, n_ * sizeof(T));
+    p_ = nullptr;
+    n_ = 0;
+  }
+  size_t n_ = 0;
+  T* p_ = nullptr;
+};
+
+}  // namespace gossamer

@@ -1,0 +1,34 @@
+// Errors: one exception type for everything a user can get wrong (configs, files,
+// arguments) and for broken internal invariants. Library code throws gossamer::Error
+// with a message that names the file/key/offset, what was expected and what was found;
+// executables catch it at the top, print one line and exit non-zero.
+// Never assert() on user input: the check must survive -DNDEBUG.
+#pragma once
+
+#include <cstdarg>
+#include <stdexcept>
+#include <string>
+
+namespace gossamer {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// printf-style formatting into a std::string.
+std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string vstrprintf(const char* fmt, va_list args);
+
+// Throws gossamer::Error with a printf-formatted message.
+[[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace gossamer
+
+// Checks a condition that depends on input or on the environment; throws on failure.
+#define GOSSAMER_CHECK(cond, ...)   \
+  do {                              \
+    if (!(cond)) {                  \
+      ::gossamer::fail(__VA_ARGS__); \
+    }                               \
+  } while (0)

@@ -1,0 +1,172 @@
+// prep_run: reads the inputs as documents (prep.h), encodes them in batches of about
+// kBatchBytes with one document per OpenMP task, and appends [EOT, tokens...] per document in
+// input order to a buffer that is cut into shards of exactly shard_tokens tokens. Batching
+// bounds memory to one batch of text plus one shard of tokens, whatever the input size.
+#include "data/prep.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <filesystem>
+#include <fstream>
+#include <span>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "data/gpt2_tokenizer.h"
+#include "data/shard.h"
+
+namespace gossamer::data {
+namespace {
+
+constexpr size_t kBatchBytes = size_t(32) << 20;
+
+bool is_blank(const std::string& line) {
+  for (char c : line)
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  return true;
+}
+
+std::string shard_path(const std::string& prefix, size_t index) {
+  return strprintf("%s_%06zu.bin", prefix.c_str(), index);
+}
+
+class ShardSink {
+ public:
+  ShardSink(const std::string& prefix, uint64_t shard_tokens, PrepStats& stats)
+      : prefix_(prefix), shard_tokens_(shard_tokens), stats_(stats) {}
+
+  void append(uint32_t token) {
+    buffer_.push_back(token);
+    if (buffer_.size() == shard_tokens_) flush();
+  }
+  void append(std::span<const uint32_t> tokens) {
+    while (!tokens.empty()) {
+      size_t take = std::min<size_t>(tokens.size(), shard_tokens_ - buffer_.size());
+      buffer_.insert(buffer_.end(), tokens.begin(), tokens.begin() + take);
+      tokens = tokens.subspan(take);
+      if (buffer_.size() == shard_tokens_) flush();
+    }
+  }
+  void flush() {
+    if (buffer_.empty()) return;
+    std::string path = shard_path(prefix_, stats_.shards.size());
+    write_shard(path, buffer_, kShardVersionU16);
+    log_info("prep: wrote %s (%zu tokens)", path.c_str(), buffer_.size());
+    stats_.shards.push_back(path);
+    buffer_.clear();
+  }
+
+ private:
+  std::string prefix_;
+  uint64_t shard_tokens_;
+  PrepStats& stats_;
+  std::vector<uint32_t> buffer_;
+};
+
+void encode_batch(const Gpt2Tokenizer& tok, std::vector<std::string>& docs, ShardSink& sink,
+                  PrepStats& stats) {
+  std::vector<std::vector<uint32_t>> encoded(docs.size());
+  const int64_t n = int64_t(docs.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) encoded[size_t(i)] = tok.encode(docs[size_t(i)]);
+  for (size_t i = 0; i < docs.size(); ++i) {
+    sink.append(tok.eot_token());
+    sink.append(encoded[i]);
+    stats.tokens += 1 + encoded[i].size();
+    stats.bytes += docs[i].size();
+    ++stats.documents;
+  }
+  docs.clear();
+}
+
+}  // namespace
+
+DocSplit parse_doc_split(const std::string& name) {
+  if (name == "blank-line") return DOC_SPLIT_BLANK_LINE;
+  if (name == "file") return DOC_SPLIT_FILE;
+  fail("document split \"%s\": expected \"blank-line\" or \"file\"", name.c_str());
+}
+
+PrepStats prep_run(const PrepOptions& opt) {
+  GOSSAMER_CHECK(!opt.inputs.empty(), "prep: no input files");
+  GOSSAMER_CHECK(!opt.output_prefix.empty(), "prep: empty output prefix");
+  GOSSAMER_CHECK(opt.shard_tokens > 0, "prep: shard_tokens must be positive");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Gpt2Tokenizer tok = Gpt2Tokenizer::load(opt.tokenizer_dir);
+  for (const auto& path : opt.inputs) {
+    std::ifstream probe(path, std::ios::binary);
+    GOSSAMER_CHECK(probe.good(), "prep: input %s: cannot open for reading", path.c_str());
+  }
+  const std::filesystem::path parent = std::filesystem::path(opt.output_prefix).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    GOSSAMER_CHECK(!ec, "prep: cannot create output directory %s: %s", parent.c_str(),
+                   ec.message().c_str());
+  }
+  log_info("prep: %zu input file(s) -> %s_NNNNNN.bin, %" PRIu64
+           " tokens per shard, documents split by %s, %d thread(s)",
+           opt.inputs.size(), opt.output_prefix.c_str(), opt.shard_tokens,
+           opt.doc_split == DOC_SPLIT_FILE ? "file" : "blank lines", omp_get_max_threads());
+
+  PrepStats stats;
+  ShardSink sink(opt.output_prefix, opt.shard_tokens, stats);
+  std::vector<std::string> docs;
+  size_t batch_bytes = 0;
+  auto add_doc = [&](std::string&& doc) {
+    batch_bytes += doc.size();
+    docs.push_back(std::move(doc));
+    if (batch_bytes >= kBatchBytes) {
+      encode_batch(tok, docs, sink, stats);
+      batch_bytes = 0;
+    }
+  };
+  for (const auto& path : opt.inputs) {
+    std::ifstream in(path, std::ios::binary);
+    GOSSAMER_CHECK(in.good(), "prep: input %s: cannot open for reading", path.c_str());
+    const uint64_t docs_before = stats.documents + docs.size();
+    if (opt.doc_split == DOC_SPLIT_FILE) {
+      std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      GOSSAMER_CHECK(!in.bad(), "prep: input %s: read error", path.c_str());
+      if (!doc.empty()) add_doc(std::move(doc));
+    } else {
+      std::string line, doc;
+      bool in_doc = false;
+      while (std::getline(in, line)) {
+        if (is_blank(line)) {
+          if (in_doc) add_doc(std::move(doc));
+          doc.clear();
+          in_doc = false;
+          continue;
+        }
+        if (in_doc) doc += '\n';
+        doc += line;
+        in_doc = true;
+      }
+      GOSSAMER_CHECK(!in.bad(), "prep: input %s: read error", path.c_str());
+      if (in_doc) add_doc(std::move(doc));
+    }
+    log_info("prep: %s: %" PRIu64 " document(s)", path.c_str(),
+             stats.documents + docs.size() - docs_before);
+  }
+  encode_batch(tok, docs, sink, stats);
+  GOSSAMER_CHECK(stats.documents > 0, "prep: the inputs contain no documents (first input %s)",
+                 opt.inputs.front().c_str());
+  sink.flush();
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log_info("prep: %" PRIu64 " documents, %" PRIu64 " bytes -> %" PRIu64
+           " tokens (%.3f bytes/token) in %zu shard(s), %.2f s, %.0f tokens/s",
+           stats.documents, stats.bytes, stats.tokens,
+           double(stats.bytes) / double(stats.tokens), stats.shards.size(), stats.seconds,
+           double(stats.tokens) / std::max(stats.seconds, 1e-9));
+  if (std::filesystem::exists(shard_path(opt.output_prefix, stats.shards.size())))
+    log_warn("prep: %s is left over from an earlier run; delete it before training on %s_*.bin",
+             shard_path(opt.output_prefix, stats.shards.size()).c_str(),
+             opt.output_prefix.c_str());
+  return stats;
+}
+
+}  // namespace gossamer::data

@@ -1,0 +1,252 @@
+// GPT-2 forward and backward over the op table (see gpt2.h for the layout invariant).
+#include "model/gpt2.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace gossamer::model {
+
+namespace {
+using K = ParamKind;
+void zero(float* p, size_t n) { std::memset(p, 0, n * sizeof(float)); }
+}  // namespace
+
+Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops)
+    : cfg_(config), ops_(ops) {
+  cfg_.validate();
+  GOSSAMER_CHECK(max_batch >= 1, "model: batch size must be >= 1, found %d", max_batch);
+  GOSSAMER_CHECK(max_seq >= 1 && max_seq <= cfg_.max_seq_len,
+                 "model: sequence length %d must lie in [1, model.max_seq_len=%d]", max_seq,
+                 cfg_.max_seq_len);
+  max_B_ = max_batch, max_T_ = max_seq;
+  C_ = cfg_.d_model, NH_ = cfg_.n_head, L_ = cfg_.n_layer;
+  V_ = cfg_.vocab_size, Vp_ = cfg_.padded_vocab_resolved();
+  build_layout();
+  params_ = HostBuffer<float>(layout_.total());
+  grads_ = HostBuffer<float>(layout_.total());
+
+  const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_;
+  const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
+  tokens_ = HostBuffer<int32_t>(BT);
+  targets_ = HostBuffer<int32_t>(BT);
+  encoded_ = HostBuffer<float>(BT * C);
+  ln1_ = HostBuffer<float>(L * BT * C);
+  ln1_mean_ = HostBuffer<float>(L * BT);
+  ln1_rstd_ = HostBuffer<float>(L * BT);
+  qkv_ = HostBuffer<float>(L * BT * 3 * C);
+  atty_ = HostBuffer<float>(L * BT * C);
+  att_ = HostBuffer<float>(L * att);
+  residual2_ = HostBuffer<float>(L * BT * C);
+  ln2_ = HostBuffer<float>(L * BT * C);
+  ln2_mean_ = HostBuffer<float>(L * BT);
+  ln2_rstd_ = HostBuffer<float>(L * BT);
+  fch_ = HostBuffer<float>(L * BT * 4 * C);
+  fch_gelu_ = HostBuffer<float>(L * BT * 4 * C);
+  residual3_ = HostBuffer<float>(L * BT * C);
+  lnf_ = HostBuffer<float>(BT * C);
+  lnf_mean_ = HostBuffer<float>(BT);
+  lnf_rstd_ = HostBuffer<float>(BT);
+  logits_ = HostBuffer<float>(BT * Vp_);
+  losses_ = HostBuffer<float>(BT);
+  dresidual_ = HostBuffer<float>(BT * C);
+  dbt_c_ = HostBuffer<float>(BT * C);
+  dqkv_ = HostBuffer<float>(BT * 3 * C);
+  dfch_gelu_ = HostBuffer<float>(BT * 4 * C);
+  dfch_ = HostBuffer<float>(BT * 4 * C);
+  datt_ = HostBuffer<float>(att);
+}
+
+void Gpt2::build_layout() {
+  const int64_t C = C_, F = cfg_.d_ff();
+  lnfw_ = layout_.add("ln_f.weight", {C}, K::PARAM_KIND_NORM);
+  lnfb_ = layout_.add("ln_f.bias", {C}, K::PARAM_KIND_NORM);
+  lnf_end_ = layout_.total();
+  layers_.resize(L_);
+  for (int l = L_ - 1; l >= 0; --l) {
+    const std::string p = "blocks." + std::to_string(l) + ".";
+    LayerOffsets& o = layers_[l];
+    o.begin = layout_.total();
+    o.fcprojw = layout_.add(p + "mlp.proj.weight", {C, F}, K::PARAM_KIND_WEIGHT);
+    o.fcprojb = layout_.add(p + "mlp.proj.bias", {C}, K::PARAM_KIND_BIAS);
+    o.fcw = layout_.add(p + "mlp.fc.weight", {F, C}, K::PARAM_KIND_WEIGHT);
+    o.fcb = layout_.add(p + "mlp.fc.bias", {F}, K::PARAM_KIND_BIAS);
+    o.ln2w = layout_.add(p + "ln2.weight", {C}, K::PARAM_KIND_NORM);
+    o.ln2b = layout_.add(p + "ln2.bias", {C}, K::PARAM_KIND_NORM);
+    o.attprojw = layout_.add(p + "attn.proj.weight", {C, C}, K::PARAM_KIND_WEIGHT);
+    o.attprojb = layout_.add(p + "attn.proj.bias", {C}, K::PARAM_KIND_BIAS);
+    o.qkvw = layout_.add(p + "attn.qkv.weight", {3 * C, C}, K::PARAM_KIND_WEIGHT);
+    o.qkvb = layout_.add(p + "attn.qkv.bias", {3 * C}, K::PARAM_KIND_BIAS);
+    o.ln1w = layout_.add(p + "ln1.weight", {C}, K::PARAM_KIND_NORM);
+    o.ln1b = layout_.add(p + "ln1.bias", {C}, K::PARAM_KIND_NORM);
+    o.end = layout_.total();
+  }
+  wpe_ = layout_.add("wpe", {cfg_.max_seq_len, C}, K::PARAM_KIND_EMBEDDING);
+  wte_ = layout_.add("wte", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
+}
+
+void Gpt2::init_weights(uint64_t seed) {
+  Rng rng(seed, /*stream=*/0x6770'7432);
+  const double std = cfg_.init_std;
+  const double proj_std = std / std::sqrt(2.0 * L_);
+  float* p = params_.data();
+  for (const ParamView& v : layout_.views()) {
+    float* x = p + v.offset;
+    if (v.kind == K::PARAM_KIND_NORM) {
+      const bool gain = v.name.ends_with(".weight");
+      for (size_t i = 0; i < v.numel; ++i) x[i] = gain ? 1.0f : 0.0f;
+    } else if (v.kind == K::PARAM_KIND_BIAS) {
+      zero(x, v.numel);
+    } else {
+      const bool residual_proj = v.name.ends_with("attn.proj.weight") ||
+                                 v.name.ends_with("mlp.proj.weight");
+      const double s = residual_proj ? proj_std : std;
+      size_t n = v.numel;
+      if (v.name == "wte") n = size_t(V_) * C_;  // padded rows stay zero
+      for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(s * rng.normal());
+      for (size_t i = n; i < v.numel; ++i) x[i] = 0.0f;
+    }
+  }
+}
+
+size_t Gpt2::num_flop_params() const {
+  return layout_.total() - size_t(cfg_.max_seq_len) * C_ - size_t(Vp_ - V_) * C_;
+}
+
+void Gpt2::zero_grad() { zero(grads_.data(), grads_.size()); }
+
+void Gpt2::check_tokens(const int32_t* tokens, const int32_t* targets, int n) const {
+  for (int i = 0; i < n; ++i) {
+    GOSSAMER_CHECK(tokens[i] >= 0 && tokens[i] < V_,
+                   "model: input token %d at position %d is outside [0, vocab_size=%d)",
+                   tokens[i], i, V_);
+    if (targets)
+      GOSSAMER_CHECK(targets[i] >= 0 && targets[i] < V_,
+                     "model: target token %d at position %d is outside [0, vocab_size=%d)",
+                     targets[i], i, V_);
+  }
+}
+
+float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
+  GOSSAMER_CHECK(B >= 1 && B <= max_B_ && T >= 1 && T <= max_T_,
+                 "model: batch (%d, %d) exceeds the allocated (%d, %d)", B, T, max_B_, max_T_);
+  const int N = B * T;
+  check_tokens(tokens, targets, N);
+  B_ = B, T_ = T, have_targets_ = targets != nullptr;
+  std::memcpy(tokens_.data(), tokens, N * sizeof(int32_t));
+  if (targets) std::memcpy(targets_.data(), targets, N * sizeof(int32_t));
+
+  const size_t C = C_, BTC = size_t(N) * C, BT = N;
+  const size_t att_stride = size_t(B) * NH_ * T * T;
+  const float* p = params_.data();
+  ops_.encoder_forward(encoded_.data(), tokens_.data(), p + wte_, p + wpe_, B, T, C_);
+
+  for (int l = 0; l < L_; ++l) {
+    const LayerOffsets& o = layers_[l];
+    const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * BTC;
+    float* ln1 = ln1_.data() + l * BTC;
+    float* qkv = qkv_.data() + l * 3 * BTC;
+    float* atty = atty_.data() + l * BTC;
+    float* att = att_.data() + l * att_stride;
+    float* residual2 = residual2_.data() + l * BTC;
+    float* ln2 = ln2_.data() + l * BTC;
+    float* fch = fch_.data() + l * 4 * BTC;
+    float* fch_gelu = fch_gelu_.data() + l * 4 * BTC;
+    float* residual3 = residual3_.data() + l * BTC;
+
+    ops_.layernorm_forward(ln1, ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, residual,
+                           p + o.ln1w, p + o.ln1b, N, C_);
+    ops_.matmul_forward(qkv, ln1, p + o.qkvw, p + o.qkvb, N, C_, 3 * C_);
+    ops_.attention_forward(atty, att, qkv, B, T, C_, NH_);
+    ops_.matmul_forward(residual2, atty, p + o.attprojw, p + o.attprojb, N, C_, C_);
+    ops_.accumulate(residual2, residual, BTC);
+    ops_.layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
+                           p + o.ln2w, p + o.ln2b, N, C_);
+    ops_.matmul_forward(fch, ln2, p + o.fcw, p + o.fcb, N, C_, 4 * C_);
+    ops_.gelu_forward(fch_gelu, fch, 4 * BTC);
+    ops_.matmul_forward(residual3, fch_gelu, p + o.fcprojw, p + o.fcprojb, N, 4 * C_, C_);
+    ops_.accumulate(residual3, residual2, BTC);
+  }
+  const float* last = residual3_.data() + (L_ - 1) * BTC;
+  ops_.layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), last, p + lnfw_,
+                         p + lnfb_, N, C_);
+  ops_.matmul_forward(logits_.data(), lnf_.data(), p + wte_, nullptr, N, C_, Vp_);
+  if (!targets) return 0.0f;
+
+  // Softmax in place: logits_ holds probabilities from here on.
+  ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N,
+                            V_, Vp_);
+  double sum = 0;
+  for (int i = 0; i < N; ++i) sum += losses_[i];
+  return static_cast<float>(sum / N);
+}
+
+void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
+  GOSSAMER_CHECK(have_targets_, "model: backward() needs a forward() with targets first");
+  const int B = B_, T = T_, N = B * T;
+  const size_t C = C_, BTC = size_t(N) * C, BT = N;
+  const size_t att_stride = size_t(B) * NH_ * T * T;
+  const float* p = params_.data();
+  float* g = grads_.data();
+
+  // LM head and final LayerNorm. dlogits overwrite the probabilities in place.
+  float* dlogits = logits_.data();
+  ops_.crossentropy_backward(dlogits, logits_.data(), targets_.data(), grad_scale / N, N, V_,
+                             Vp_);
+  float* dlnf = dbt_c_.data();
+  zero(dlnf, BTC);
+  ops_.matmul_backward(dlnf, g + wte_, nullptr, dlogits, lnf_.data(), p + wte_, N, C_, Vp_);
+  float* dres = dresidual_.data();
+  zero(dres, BTC);
+  ops_.layernorm_backward(dres, g + lnfw_, g + lnfb_, dlnf, residual3_.data() + (L_ - 1) * BTC,
+                          p + lnfw_, lnf_mean_.data(), lnf_rstd_.data(), N, C_);
+  if (hook) hook(0, lnf_end_);
+
+  for (int l = L_ - 1; l >= 0; --l) {
+    const LayerOffsets& o = layers_[l];
+    const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * BTC;
+    const float* ln1 = ln1_.data() + l * BTC;
+    const float* qkv = qkv_.data() + l * 3 * BTC;
+    const float* atty = atty_.data() + l * BTC;
+    const float* att = att_.data() + l * att_stride;
+    const float* residual2 = residual2_.data() + l * BTC;
+    const float* ln2 = ln2_.data() + l * BTC;
+    const float* fch = fch_.data() + l * 4 * BTC;
+    const float* fch_gelu = fch_gelu_.data() + l * 4 * BTC;
+
+    // residual3 = residual2 + mlp(ln2(residual2)); dres is d(residual3) and becomes d(residual2).
+    zero(dfch_gelu_.data(), 4 * BTC);
+    ops_.matmul_backward(dfch_gelu_.data(), g + o.fcprojw, g + o.fcprojb, dres, fch_gelu,
+                         p + o.fcprojw, N, 4 * C_, C_);
+    zero(dfch_.data(), 4 * BTC);
+    ops_.gelu_backward(dfch_.data(), fch, dfch_gelu_.data(), 4 * BTC);
+    float* dln2 = dbt_c_.data();
+    zero(dln2, BTC);
+    ops_.matmul_backward(dln2, g + o.fcw, g + o.fcb, dfch_.data(), ln2, p + o.fcw, N, C_, 4 * C_);
+    ops_.layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dln2, residual2, p + o.ln2w,
+                            ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, N, C_);
+
+    // residual2 = residual + attn(ln1(residual)); dres becomes d(residual).
+    float* datty = dbt_c_.data();
+    zero(datty, BTC);
+    ops_.matmul_backward(datty, g + o.attprojw, g + o.attprojb, dres, atty, p + o.attprojw, N, C_,
+                         C_);
+    zero(dqkv_.data(), 3 * BTC);
+    ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, C_, NH_);
+    float* dln1 = dbt_c_.data();
+    zero(dln1, BTC);
+    ops_.matmul_backward(dln1, g + o.qkvw, g + o.qkvb, dqkv_.data(), ln1, p + o.qkvw, N, C_,
+                         3 * C_);
+    ops_.layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dln1, residual, p + o.ln1w,
+                            ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, N, C_);
+    if (hook) hook(o.begin, o.end);
+  }
+  ops_.encoder_backward(g + wte_, g + wpe_, dres, tokens_.data(), B, T, C_);
+  if (hook) hook(wpe_, layout_.total());
+  have_targets_ = false;  // the probabilities were overwritten by their gradient
+}
+
+}  // namespace gossamer::model

@@ -1,0 +1,87 @@
+// GPT-2 on one device, forward and backward written by hand over the op table.
+// Token + learned position embeddings, pre-LayerNorm blocks (causal multi-head attention,
+// GELU MLP), biases, final LayerNorm, LM head tied to the token embedding, padded vocabulary.
+// Parameters and gradients are two flat buffers with the same ParamLayout, laid out in
+// backward order: ln_f, blocks L-1 .. 0, wpe, wte. backward() reports each range whose
+// gradients are final through the hook, as a growing prefix of the flat buffer.
+// All activation memory is allocated once at construction for (max_batch, max_seq).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "core/buffer.h"
+#include "kernels/ops.h"
+#include "model/model_config.h"
+#include "model/param_layout.h"
+
+namespace gossamer::model {
+
+// Called with [begin, end) element offsets of the gradient buffer once they are final.
+using GradReadyHook = std::function<void(size_t begin, size_t end)>;
+
+class Gpt2 {
+ public:
+  Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ParamLayout& layout() const { return layout_; }
+  std::span<float> params() { return params_.span(); }
+  std::span<const float> params() const { return params_.span(); }
+  std::span<float> grads() { return grads_.span(); }
+  std::span<const float> grads() const { return grads_.span(); }
+  int max_batch() const { return max_B_; }
+  int max_seq() const { return max_T_; }
+
+  // GPT-2 initialisation from `seed`: weights and embeddings ~ N(0, init_std), residual
+  // projections ~ N(0, init_std / sqrt(2 n_layer)), biases 0, norm gains 1, padded rows 0.
+  void init_weights(uint64_t seed);
+
+  // Forward pass on tokens (B,T). With targets (B,T) it returns the mean cross-entropy over
+  // the B*T positions and prepares backward(); without targets it leaves the logits (B,T,Vp)
+  // readable through logits() and returns 0. Throws on out-of-range tokens or shapes.
+  float forward(const int32_t* tokens, const int32_t* targets, int B, int T);
+  const float* logits() const { return logits_.data(); }
+
+  void zero_grad();
+  // Accumulates d(grad_scale * loss)/d(params) into grads() (+=). Requires a forward with
+  // targets. hook (optional) sees every range of final gradients in buffer order.
+  void backward(float grad_scale, const GradReadyHook& hook = {});
+
+  // Parameters counted for the FLOP estimate 6N + 6LCT per token: all parameters except the
+  // position embedding and the padded vocabulary rows.
+  size_t num_flop_params() const;
+
+ private:
+  struct LayerOffsets {
+    size_t begin, end;  // range of the whole layer in the flat buffer
+    size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  };
+  void build_layout();
+  void check_tokens(const int32_t* tokens, const int32_t* targets, int n) const;
+
+  ModelConfig cfg_;
+  const kernels::OpTable& ops_;
+  int max_B_, max_T_, C_, NH_, L_, V_, Vp_;
+  ParamLayout layout_;
+  std::vector<LayerOffsets> layers_;
+  size_t lnfw_ = 0, lnfb_ = 0, wpe_ = 0, wte_ = 0, lnf_end_ = 0;
+  HostBuffer<float> params_, grads_;
+
+  // Activations of the last forward (sized for max_B_ x max_T_).
+  int B_ = 0, T_ = 0;
+  bool have_targets_ = false;
+  HostBuffer<int32_t> tokens_, targets_;
+  HostBuffer<float> encoded_;                          // (B,T,C)
+  HostBuffer<float> ln1_, ln1_mean_, ln1_rstd_;        // (L,B,T,C), (L,B,T) x2
+  HostBuffer<float> qkv_, atty_, att_;                 // (L,B,T,3C), (L,B,T,C), (L,B,NH,T,T)
+  HostBuffer<float> residual2_, ln2_, ln2_mean_, ln2_rstd_;
+  HostBuffer<float> fch_, fch_gelu_, residual3_;       // (L,B,T,4C) x2, (L,B,T,C)
+  HostBuffer<float> lnf_, lnf_mean_, lnf_rstd_;        // (B,T,C), (B,T) x2
+  HostBuffer<float> logits_, losses_;                  // (B,T,Vp), (B,T)
+  // Backward scratch, reused by every layer.
+  HostBuffer<float> dresidual_, dbt_c_, dqkv_, dfch_gelu_, dfch_, datt_;
+};
+
+}  // namespace gossamer::model

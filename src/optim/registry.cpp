@@ -1,0 +1,59 @@
+// Optimizer registry: name -> factory, and OptimizerConfig validation.
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+#include "optim/adamw.h"
+#include "optim/optimizer.h"
+
+namespace gossamer::optim {
+
+namespace {
+using Factory = std::function<std::unique_ptr<Optimizer>(
+    const OptimizerConfig&, const model::ParamLayout&, const kernels::OpTable&)>;
+
+const std::map<std::string, Factory>& registry() {
+  static const std::map<std::string, Factory> table = {
+      {"adamw",
+       [](const OptimizerConfig& c, const model::ParamLayout& l, const kernels::OpTable& o) {
+         return std::make_unique<AdamW>(c, l, o);
+       }},
+  };
+  return table;
+}
+
+std::string joined_names() {
+  std::string s;
+  for (const auto& name : optimizer_names()) s += (s.empty() ? "" : ", ") + name;
+  return s;
+}
+}  // namespace
+
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry()) names.push_back(name);
+  return names;
+}
+
+void OptimizerConfig::validate(const std::string& p) const {
+  GOSSAMER_CHECK(registry().count(name), "%sname: unknown optimizer \"%s\" (known: %s)", p.c_str(),
+                 name.c_str(), joined_names().c_str());
+  GOSSAMER_CHECK(lr >= 0, "%slr: must be >= 0, found %g", p.c_str(), lr);
+  GOSSAMER_CHECK(beta1 >= 0 && beta1 < 1, "%sbeta1: must lie in [0, 1), found %g", p.c_str(),
+                 beta1);
+  GOSSAMER_CHECK(beta2 >= 0 && beta2 < 1, "%sbeta2: must lie in [0, 1), found %g", p.c_str(),
+                 beta2);
+  GOSSAMER_CHECK(eps > 0, "%seps: must be > 0, found %g", p.c_str(), eps);
+  GOSSAMER_CHECK(weight_decay >= 0, "%sweight_decay: must be >= 0, found %g", p.c_str(),
+                 weight_decay);
+  GOSSAMER_CHECK(grad_clip >= 0, "%sgrad_clip: must be >= 0, found %g", p.c_str(), grad_clip);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
+                                          const model::ParamLayout& layout,
+                                          const kernels::OpTable& ops) {
+  config.validate();
+  return registry().at(config.name)(config, layout, ops);
+}
+
+}  // namespace gossamer::optim

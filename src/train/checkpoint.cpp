@@ -1,0 +1,197 @@
+// Implementation of checkpoint save/load (see checkpoint.h for the directory layout).
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/safetensors.h"
+
+namespace gossamer::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+constexpr int kFormatVersion = 1;
+
+std::string step_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+// Complete checkpoints of a run directory, sorted by step.
+std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& run_dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  const fs::path dir = run_dir / "checkpoints";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  static const std::regex re("step_([0-9]{8,})");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && std::regex_match(name, m, re) &&
+        fs::exists(entry.path() / "trainer.json"))
+      out.emplace_back(std::stoll(m[1].str()), entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.flush();
+  GOSSAMER_CHECK(out.good(), "%s: write failed", path.c_str());
+}
+
+json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  GOSSAMER_CHECK(in.good(), "%s: cannot open", path.c_str());
+  json j = json::parse(in, nullptr, false);
+  GOSSAMER_CHECK(!j.is_discarded() && j.is_object(), "%s: not a valid JSON object", path.c_str());
+  return j;
+}
+
+template <class T>
+T json_field(const json& j, const char* key, const fs::path& file) {
+  GOSSAMER_CHECK(j.contains(key), "%s: missing key \"%s\"", file.c_str(), key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    fail("%s: key \"%s\" has the wrong type", file.c_str(), key);
+  }
+}
+}  // namespace
+
+std::string save_checkpoint(const std::string& run_dir, const model::Gpt2& model,
+                            optim::Optimizer& optimizer, const TrainerState& state,
+                            const json& config) {
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  const fs::path final_dir = dir / step_name(state.step);
+  const fs::path tmp_dir = dir / ("." + step_name(state.step) + ".tmp");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  GOSSAMER_CHECK(!ec, "%s: cannot create checkpoint directory: %s", dir.c_str(),
+                 ec.message().c_str());
+  fs::remove_all(tmp_dir, ec);
+  fs::create_directory(tmp_dir, ec);
+  GOSSAMER_CHECK(!ec, "%s: cannot create directory: %s", tmp_dir.c_str(), ec.message().c_str());
+
+  SafetensorsWriter weights;
+  weights.set_metadata("format", "gossamer-model");
+  weights.set_metadata("format_version", std::to_string(kFormatVersion));
+  weights.set_metadata("model_config", config.at("model").dump());
+  const float* p = model.params().data();
+  for (const model::ParamView& v : model.layout().views())
+    weights.add(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
+  weights.write((tmp_dir / "model.safetensors").string());
+
+  SafetensorsWriter opt;
+  opt.set_metadata("format", "gossamer-optimizer");
+  opt.set_metadata("optimizer", optimizer.name());
+  for (const optim::StateTensor& s : optimizer.state())
+    opt.add(s.name, DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
+  opt.write((tmp_dir / "optimizer.safetensors").string());
+
+  json rng = json::array();
+  for (uint64_t w : state.sample_rng) rng.push_back(std::to_string(w));
+  json trainer = {{"format_version", kFormatVersion},
+                  {"step", state.step},
+                  {"tokens_seen", state.tokens_seen},
+                  {"loader", {{"epoch", state.loader.epoch}, {"cursor", state.loader.cursor}}},
+                  {"sample_rng", rng},
+                  {"config", config}};
+  write_text_file(tmp_dir / "trainer.json", trainer.dump(2) + "\n");
+
+  fs::remove_all(final_dir, ec);
+  fs::rename(tmp_dir, final_dir, ec);
+  GOSSAMER_CHECK(!ec, "%s: cannot rename checkpoint into place: %s", final_dir.c_str(),
+                 ec.message().c_str());
+  return final_dir.string();
+}
+
+void prune_checkpoints(const std::string& run_dir, int64_t keep) {
+  if (keep <= 0) return;
+  auto all = list_checkpoints(run_dir);
+  for (size_t i = 0; i + size_t(keep) < all.size(); ++i) {
+    std::error_code ec;
+    fs::remove_all(all[i].second, ec);
+    if (ec) log_warn("could not delete old checkpoint %s: %s", all[i].second.c_str(),
+                     ec.message().c_str());
+  }
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+  const fs::path p(path);
+  std::error_code ec;
+  GOSSAMER_CHECK(fs::exists(p, ec), "%s: no such checkpoint or run directory", path.c_str());
+  if (fs::exists(p / "trainer.json")) return p.string();
+  auto all = list_checkpoints(p);
+  GOSSAMER_CHECK(!all.empty(),
+                 "%s: not a checkpoint (no trainer.json) and holds no complete checkpoint under "
+                 "checkpoints/",
+                 path.c_str());
+  return all.back().second.string();
+}
+
+void load_model_weights(const std::string& checkpoint_dir, model::Gpt2& model) {
+  const std::string file = (fs::path(checkpoint_dir) / "model.safetensors").string();
+  SafetensorsReader reader(file);
+  float* p = model.params().data();
+  for (const model::ParamView& v : model.layout().views()) {
+    GOSSAMER_CHECK(reader.contains(v.name),
+                   "%s: missing tensor %s (the checkpoint is of another model shape?)",
+                   file.c_str(), v.name.c_str());
+    reader.read_into(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
+  }
+  GOSSAMER_CHECK(reader.size() == model.layout().views().size(),
+                 "%s: holds %zu tensors, the model has %zu parameters (another model shape?)",
+                 file.c_str(), reader.size(), model.layout().views().size());
+}
+
+void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
+                         TrainerState& state) {
+  const fs::path dir(checkpoint_dir);
+  const std::string file = (dir / "optimizer.safetensors").string();
+  SafetensorsReader reader(file);
+  const auto& meta = reader.metadata();
+  auto it = meta.find("optimizer");
+  GOSSAMER_CHECK(it != meta.end() && it->second == optimizer.name(),
+                 "%s: optimizer state is for \"%s\", the run uses \"%s\"", file.c_str(),
+                 it == meta.end() ? "?" : it->second.c_str(), optimizer.name());
+  for (const optim::StateTensor& s : optimizer.state()) {
+    GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", file.c_str(),
+                   s.name.c_str());
+    reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
+  }
+
+  const fs::path tfile = dir / "trainer.json";
+  json t = read_json_file(tfile);
+  GOSSAMER_CHECK(json_field<int>(t, "format_version", tfile) == kFormatVersion,
+                 "%s: unsupported format_version (expected %d)", tfile.c_str(), kFormatVersion);
+  state.step = json_field<int64_t>(t, "step", tfile);
+  state.tokens_seen = json_field<int64_t>(t, "tokens_seen", tfile);
+  json loader = json_field<json>(t, "loader", tfile);
+  state.loader.epoch = json_field<uint64_t>(loader, "epoch", tfile);
+  state.loader.cursor = json_field<uint64_t>(loader, "cursor", tfile);
+  json rng = json_field<json>(t, "sample_rng", tfile);
+  GOSSAMER_CHECK(rng.is_array() && rng.size() == 4, "%s: sample_rng must hold 4 words",
+                 tfile.c_str());
+  for (size_t i = 0; i < 4; ++i) {
+    GOSSAMER_CHECK(rng[i].is_string(), "%s: sample_rng[%zu] must be a string", tfile.c_str(), i);
+    state.sample_rng[i] = std::stoull(rng[i].get<std::string>());
+  }
+}
+
+json load_checkpoint_config(const std::string& checkpoint_dir) {
+  const fs::path tfile = fs::path(checkpoint_dir) / "trainer.json";
+  json t = read_json_file(tfile);
+  return json_field<json>(t, "config", tfile);
+}
+
+}  // namespace gossamer::train

@@ -1,0 +1,49 @@
+// Checkpoints: a directory <run>/checkpoints/step_NNNNNNNN holding
+//   model.safetensors      fp32 parameters by name (world-size independent)
+//   optimizer.safetensors  the optimizer's flat state tensors (parameter layout)
+//   trainer.json           step, data-loader position, RNG state, tokens seen, resolved config
+// Written into a hidden temporary directory and renamed into place when complete, so a
+// directory named step_* is always whole. Loading validates every tensor's name, dtype and
+// shape against the model and optimizer and names the file and tensor on any mismatch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/rng.h"
+#include "data/loader.h"
+#include "model/gpt2.h"
+#include "optim/optimizer.h"
+
+namespace gossamer::train {
+
+struct TrainerState {
+  int64_t step = 0;  // optimizer steps completed
+  int64_t tokens_seen = 0;
+  data::LoaderPosition loader;
+  Rng::State sample_rng{};
+};
+
+// Writes a checkpoint for `state.step` under run_dir/checkpoints and returns its path.
+std::string save_checkpoint(const std::string& run_dir, const model::Gpt2& model,
+                            optim::Optimizer& optimizer, const TrainerState& state,
+                            const nlohmann::json& config);
+
+// Deletes all but the newest `keep` checkpoints of run_dir (keep == 0: none deleted).
+void prune_checkpoints(const std::string& run_dir, int64_t keep);
+
+// Resolves a checkpoint path: a checkpoint directory itself, or a run directory (its newest
+// checkpoint). Throws naming the path when there is none.
+std::string resolve_checkpoint(const std::string& path);
+
+// Loads parameters into the model (shapes must match the model's layout).
+void load_model_weights(const std::string& checkpoint_dir, model::Gpt2& model);
+// Loads optimizer state (names and sizes must match) and the trainer state.
+void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
+                         TrainerState& state);
+// The resolved run config stored in the checkpoint's trainer.json.
+nlohmann::json load_checkpoint_config(const std::string& checkpoint_dir);
+
+}  // namespace gossamer::train

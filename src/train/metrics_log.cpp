@@ -1,0 +1,43 @@
+// Implementation of MetricsLog.
+#include "train/metrics_log.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace gossamer::train {
+
+MetricsLog::MetricsLog(const std::string& path, int64_t keep_through_step) : path_(path) {
+  std::string kept;
+  if (keep_through_step >= 0) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+          j["step"].get<int64_t>() <= keep_through_step)
+        kept += line + "\n";
+    }
+  }
+  f_ = std::fopen(path.c_str(), "w");
+  GOSSAMER_CHECK(f_, "%s: cannot open for writing: %s", path.c_str(), std::strerror(errno));
+  std::fputs(kept.c_str(), f_);
+  std::fflush(f_);
+}
+
+MetricsLog::~MetricsLog() {
+  if (f_) std::fclose(f_);
+}
+
+void MetricsLog::write(const nlohmann::json& line) {
+  std::string s = line.dump() + "\n";
+  GOSSAMER_CHECK(std::fputs(s.c_str(), f_) >= 0 && std::fflush(f_) == 0,
+                 "%s: write failed: %s", path_.c_str(), std::strerror(errno));
+}
+
+}  // namespace gossamer::train

@@ -1,0 +1,123 @@
+// RunConfig: everything one training run needs, as typed sections. Each section lists its
+// fields once in a visit() method with their documentation; that single list drives strict
+// JSON parsing (unknown keys and wrong types are errors naming the JSON path), the resolved
+// config written into the run directory, and the generated reference docs/CONFIG.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "model/model_config.h"
+#include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+
+namespace gossamer::train {
+
+struct DataConfig {
+  std::string train = "data/web/train_*.bin";
+  std::string val = "data/web/val_*.bin";
+  int seq_len = 64;
+  int micro_batch = 4;
+  bool shuffle = true;
+  std::string tokenizer = "data/tokenizers/gpt2";
+
+  template <class V>
+  void visit(V& v) {
+    v("train", train, "training shards: comma-separated files or glob patterns");
+    v("val", val, "validation shards (\"\" for none)");
+    v("seq_len", seq_len, "tokens per sequence T");
+    v("micro_batch", micro_batch, "sequences per forward/backward on each rank (B)");
+    v("shuffle", shuffle, "visit training windows in a seeded random order each epoch");
+    v("tokenizer", tokenizer, "GPT-2 tokenizer directory (encoder.json, vocab.bpe), used for samples");
+  }
+};
+
+struct TrainConfig {
+  int64_t steps = 100;
+  int64_t global_batch_tokens = 0;
+  int64_t eval_every = 50;
+  int64_t eval_batches = 8;
+  int64_t checkpoint_every = 0;
+  int64_t keep_checkpoints = 2;
+  int64_t log_every = 1;
+  int64_t sample_every = 0;
+  int64_t sample_tokens = 64;
+  uint64_t seed = 1337;
+  std::string out_dir = "runs/default";
+
+  template <class V>
+  void visit(V& v) {
+    v("steps", steps, "optimizer steps to run");
+    v("global_batch_tokens", global_batch_tokens, "tokens per optimizer step over all ranks; a multiple of micro_batch*seq_len*world (0: one micro-batch per rank)");
+    v("eval_every", eval_every, "validation every N steps and at the last step (0: never)");
+    v("eval_batches", eval_batches, "validation micro-batches per evaluation (0: the whole validation set)");
+    v("checkpoint_every", checkpoint_every, "checkpoint every N steps; the last step is always checkpointed (0: only the last)");
+    v("keep_checkpoints", keep_checkpoints, "checkpoints kept in the run directory (older ones are deleted; 0: keep all)");
+    v("log_every", log_every, "print the progress line every N steps (metrics.jsonl gets every step)");
+    v("sample_every", sample_every, "print a generated text sample every N steps and at the end (0: never)");
+    v("sample_tokens", sample_tokens, "tokens per sample");
+    v("seed", seed, "seed of the weight init, the data order and sampling");
+    v("out_dir", out_dir, "run directory (config.json, metrics.jsonl, checkpoints); --out overrides");
+  }
+};
+
+struct KernelsConfig {
+  std::string gemm = "auto";
+  int threads = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v("gemm", gemm, "CPU matrix-product backend: \"auto\" (fixed per-shape rule), \"onednn\" or \"openblas\"");
+    v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
+  }
+};
+
+struct MetricsConfig {
+  double peak_gflops = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v("peak_gflops", peak_gflops, "FLOP/s peak for MFU in GFLOP/s (0: measure the best sgemm rate at start-up)");
+  }
+};
+
+struct RunConfig {
+  model::ModelConfig model;
+  DataConfig data;
+  optim::OptimizerConfig optimizer;
+  optim::ScheduleConfig schedule;
+  TrainConfig train;
+  KernelsConfig kernels;
+  MetricsConfig metrics;
+
+  template <class V>
+  void visit_sections(V& v) {
+    v.section("model", model);
+    v.section("data", data);
+    v.section("optimizer", optimizer);
+    v.section("schedule", schedule);
+    v.section("train", train);
+    v.section("kernels", kernels);
+    v.section("metrics", metrics);
+  }
+
+  // Invariants between fields (world = number of ranks); errors name the keys.
+  void validate(int world = 1) const;
+  // Micro-steps per optimizer step on each rank.
+  int64_t grad_accum_steps(int world) const;
+};
+
+// Parses a JSON object into a RunConfig; `source` (a file name) prefixes every error.
+RunConfig parse_run_config(const nlohmann::json& j, const std::string& source);
+// Reads a JSON file, applies "a.b=value" overrides (value parsed as JSON, else as a string),
+// parses strictly and validates for `world` ranks.
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
+                          int world = 1);
+nlohmann::json to_json(RunConfig& config);
+// Markdown reference of every key with its type, default and documentation.
+std::string config_reference_markdown();
+
+}  // namespace gossamer::train

@@ -1,0 +1,19 @@
+// The training loop of `gossamer train`: builds the model, data loaders and optimizer from a
+// RunConfig, optionally resumes from a checkpoint, and runs the steps (gradient accumulation,
+// clipping, schedule, evaluation, checkpoints, samples, metrics). It knows no optimizer by
+// name. Returns the process exit code: 0 when done, 130 when interrupted by a signal (after
+// writing a checkpoint of the last completed step).
+#pragma once
+
+#include <string>
+
+#include "train/run_config.h"
+
+namespace gossamer::train {
+
+int run_training(RunConfig config, const std::string& resume_path);
+
+// Applies kernels.threads and kernels.gemm to this process and logs the choice.
+void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node = 1);
+
+}  // namespace gossamer::train

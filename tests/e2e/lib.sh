@@ -1,0 +1,50 @@
+# Shared helpers for end-to-end tests. Each test is run as: bash test_x.sh GOSSAMER_BIN SRC_DIR
+# It gets a fresh temporary directory in $WORK (removed on exit) and runs from SRC_DIR.
+set -euo pipefail
+GOSSAMER="$(realpath "$1")"
+SRC="$(realpath "$2")"
+WORK="$(mktemp -d /tmp/gossamer-e2e.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+cd "$SRC"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+FAILURES=0
+
+fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_error NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN (grep -E) to stderr.
+expect_error() {
+  local name="$1" pattern="$2"; shift 2
+  local out rc=0
+  out="$("$@" 2>&1 >/dev/null)" || rc=$?
+  if [[ $rc -eq 0 ]]; then fail "$name: exit status 0, expected an error"; return; fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    fail "$name: exit $rc but message does not match /$pattern/: $out"; return
+  fi
+  pass "$name (exit $rc): $(head -c 200 <<<"$out" | tr '\n' ' ')"
+}
+
+# json_field FILE STEP KEY: the value of KEY in the metrics line of step STEP that has KEY.
+json_field() {
+  node -e '
+    const [file, step, key] = process.argv.slice(1);
+    for (const l of require("fs").readFileSync(file, "utf8").split("\n")) {
+      if (!l) continue; const j = JSON.parse(l);
+      if (j.step == step && key in j) { console.log(JSON.stringify(j[key])); process.exit(0); }
+    }
+    process.exit(1);' "$1" "$2" "$3"
+}
+
+# losses FILE: the "loss" values of every training line, one per line, exactly as written.
+losses() { grep -o '"loss":[^,}]*' "$1" | cut -d: -f2; }
+
+finish() {
+  if [[ $FAILURES -ne 0 ]]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+  echo "all checks passed"
+}
+
+require_data() {
+  for f in data/web/train_000000.bin data/web/val_000000.bin data/tokenizers/gpt2/encoder.json; do
+    [[ -f "$f" ]] || { echo "FAIL: $f missing: run scripts/prepare-data.sh web first" >&2; exit 1; }
+  done
+}

@@ -1,0 +1,78 @@
+# Bad input gets one clear error naming the file/key, a non-zero exit, and nothing written:
+# config problems, shard problems, checkpoint problems, tokenizer problems, output problems, CLI.
+source "$(dirname "$0")/lib.sh"
+require_data
+TINY=configs/test/gpt2-tiny.json
+run() { "$GOSSAMER" "$@"; }
+
+# -- configs
+expect_error "missing config" "nope.json: cannot open" run train -c "$WORK/nope.json"
+echo '{"model": {' >"$WORK/broken.json"
+expect_error "malformed JSON" "broken.json: not valid JSON" run train -c "$WORK/broken.json"
+echo '{"optimizer": {"lrr": 1}}' >"$WORK/unknown.json"
+expect_error "unknown key" "optimizer.lrr: unknown key" run train -c "$WORK/unknown.json"
+echo '{"optimiser": {}}' >"$WORK/section.json"
+expect_error "unknown section" "optimiser: unknown section" run train -c "$WORK/section.json"
+echo '{"train": {"steps": "ten"}}' >"$WORK/type.json"
+expect_error "wrong type" "train.steps: expected a integer, found string" run train -c "$WORK/type.json"
+expect_error "fractional integer" "data.micro_batch: expected a integer" run train -c $TINY --set data.micro_batch=2.5
+expect_error "heads do not divide" "model.n_head: must divide d_model=64" run train -c $TINY --set model.n_head=5
+expect_error "seq_len beyond positions" "data.seq_len: must lie in" run train -c $TINY --set data.seq_len=65
+expect_error "global batch not a multiple" "train.global_batch_tokens: must be a non-negative multiple" run train -c $TINY --set train.global_batch_tokens=1000
+expect_error "unknown optimizer" 'optimizer.name: unknown optimizer "sgdx"' run train -c $TINY --set optimizer.name=sgdx
+expect_error "bad --set" "--set oops: expected KEY=VALUE" run train -c $TINY --set oops
+
+# -- shards
+python3 - "$WORK" <<'PY'
+import struct, sys, os
+w = sys.argv[1]
+def shard(name, magic=20240520, version=1, count=100, ntok=None, tok=5):
+    ntok = count if ntok is None else ntok
+    hdr = struct.pack("<256i", magic, version, count, *([0] * 253))
+    with open(os.path.join(w, name), "wb") as f:
+        f.write(hdr + struct.pack(f"<{ntok}H", *([tok] * ntok)))
+shard("magic.bin", magic=1234)
+shard("version.bin", version=7)
+shard("truncated.bin", count=100, ntok=60)
+shard("trailing.bin", count=100, ntok=120)
+shard("bigtoken.bin", tok=60000)
+open(os.path.join(w, "short.bin"), "wb").write(b"\x00" * 100)
+PY
+expect_error "shard bad magic" "magic.bin.*magic" run train -c $TINY --set data.train="$WORK/magic.bin"
+expect_error "shard bad version" "version.bin.*version" run train -c $TINY --set data.train="$WORK/version.bin"
+expect_error "shard truncated" "truncated.bin.*(truncated|length)" run train -c $TINY --set data.train="$WORK/truncated.bin"
+expect_error "shard trailing bytes" "trailing.bin.*(trailing|length)" run train -c $TINY --set data.train="$WORK/trailing.bin"
+expect_error "shard short header" "short.bin" run train -c $TINY --set data.train="$WORK/short.bin"
+expect_error "token beyond vocab" "bigtoken.bin.*(token|offset)" run train -c $TINY --set data.train="$WORK/bigtoken.bin"
+expect_error "no shard matches" "nomatch_.*\\*\\.bin" run train -c $TINY --set data.train="$WORK/nomatch_*.bin"
+
+# -- output directory
+touch "$WORK/afile"
+expect_error "unwritable out dir" "train.out_dir: cannot create run directory" run train -c $TINY --out "$WORK/afile/run"
+
+# -- checkpoints
+"$GOSSAMER" train -c $TINY --set train.steps=2 --set train.eval_every=0 --out "$WORK/small" >/dev/null 2>&1 || fail "small run failed"
+expect_error "checkpoint of another model shape" "model.safetensors.*(shape|missing tensor)" \
+  run train -c $TINY --set model.d_model=128 --set train.steps=4 --out "$WORK/other" --resume "$WORK/small"
+expect_error "resume from nothing" "no such checkpoint" run train -c $TINY --out "$WORK/x" --resume "$WORK/none"
+mkdir -p "$WORK/empty"
+expect_error "resume from a directory without checkpoints" "holds no complete checkpoint" run train -c $TINY --out "$WORK/x" --resume "$WORK/empty"
+cp -r "$WORK/small" "$WORK/corrupt"
+ck=$(ls -d "$WORK"/corrupt/checkpoints/step_* | tail -1)
+head -c 1000 "$ck/model.safetensors" >"$ck/m" && mv "$ck/m" "$ck/model.safetensors"
+expect_error "truncated checkpoint" "model.safetensors" run train -c $TINY --set train.steps=4 --out "$WORK/corrupt" --resume "$WORK/corrupt"
+expect_error "generate from corrupt checkpoint" "model.safetensors" run generate --checkpoint "$WORK/corrupt" --tokens 2
+
+# -- tokenizer
+mkdir -p "$WORK/tok"
+expect_error "missing tokenizer files" "tok.*encoder.json" run generate --checkpoint "$WORK/small" --tokenizer "$WORK/tok" --tokens 2
+expect_error "sampling without tokenizer" "encoder.json" run train -c $TINY --set train.sample_every=1 --set data.tokenizer="$WORK/tok" --out "$WORK/y"
+
+# -- CLI
+expect_error "no subcommand" "subcommand" run
+expect_error "unknown flag" "--bogus" run train -c $TINY --bogus
+expect_error "missing -c" "--config is required" run train
+
+# Nothing half-written: failed runs left no run directory behind where they failed before start.
+[[ ! -e "$WORK/x" && ! -e "$WORK/y" && ! -e "$WORK/other/checkpoints" ]] && pass "failed runs wrote nothing" || fail "a failed run left files behind"
+finish

@@ -1,0 +1,307 @@
+// Tests for kernels/cpu/gemm.h: every backend x trans_a x trans_b x beta x alpha x
+// leading-dimension padding on awkward shapes, against a naive reference in higher precision; guard
+// bands around C (and the padding inside its rows) must stay untouched; repeated calls are bitwise
+// identical; concurrent calls from several threads are correct.
+#include "kernels/cpu/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.h"
+
+namespace gossamer::kernels::cpu {
+namespace {
+
+struct Shape {
+  int M, N, K;
+};
+
+// Awkward shapes: degenerate, odd, tall-skinny, a wide vocab-like one, sizes just past powers of
+// two (kernel tails), and a long K (several K blocks accumulated).
+const Shape kShapes[] = {{1, 1, 1},      {7, 13, 5},     {1025, 3, 17},
+                         {33, 50257, 8}, {3, 1, 1000},   {130, 70, 65},
+                         {257, 129, 63}, {64, 96, 1100}, {256, 384, 128}};
+
+const GemmBackend kBackends[] = {GemmBackend::GEMM_BACKEND_OPENBLAS,
+                                 GemmBackend::GEMM_BACKEND_ONEDNN, GemmBackend::GEMM_BACKEND_AUTO};
+
+constexpr int kGuard = 37;  // elements of guard band before and after C
+
+// Restores the process-wide backend after each test.
+class GemmTest : public ::testing::Test {
+ protected:
+  void SetUp() override { saved_ = gemm_backend(); }
+  void TearDown() override { gemm_set_backend(saved_); }
+  GemmBackend saved_ = GemmBackend::GEMM_BACKEND_AUTO;
+};
+
+template <class T>
+std::vector<T> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(static_cast<double>(rng()) / 4294967296.0 * 2.0 - 1.0);
+  return v;
+}
+
+// The sentinel is a NaN with a specific payload, so a write of any value (even a NaN computed by
+// a kernel) is detected by the bitwise comparison.
+template <class T>
+T sentinel() {
+  if constexpr (sizeof(T) == 4) {
+    uint32_t bits = 0x7fc0beefu;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  } else {
+    uint64_t bits = 0x7ff80000deadbeefull;
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+  }
+}
+
+template <class T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Reference precision: double for float (products of floats are exact in double and the sum's
+// error is ~2^29 times below float's), long double for double.
+template <class T>
+using Ref = std::conditional_t<sizeof(T) == 4, double, long double>;
+
+// One gemm problem (inputs laid out as the caller stores them, with row padding) and its
+// reference products, computed once and reused for every backend, alpha and beta.
+template <class T>
+struct Problem {
+  bool ta, tb;
+  int M, N, K, lda, ldb, ldc;
+  std::vector<T> A, B, Cin;      // Cin (M,N): initial C for beta != 0
+  std::vector<Ref<T>> dot, mag;  // (M,N): sum_k a_ik b_kj and sum_k |a_ik b_kj|
+
+  Problem(bool ta_, bool tb_, Shape s, int pad, uint32_t seed)
+      : ta(ta_), tb(tb_), M(s.M), N(s.N), K(s.K) {
+    const int a_rows = ta ? K : M, a_cols = ta ? M : K;
+    const int b_rows = tb ? N : K, b_cols = tb ? K : N;
+    lda = a_cols + pad;
+    ldb = b_cols + pad;
+    ldc = N + pad;
+    A = random_vector<T>(size_t(a_rows) * lda, seed);
+    B = random_vector<T>(size_t(b_rows) * ldb, seed + 1);
+    Cin = random_vector<T>(size_t(M) * N, seed + 2);
+    dot.assign(size_t(M) * N, 0);
+    mag.assign(size_t(M) * N, 0);
+    for (int i = 0; i < M; ++i) {
+      for (int j = 0; j < N; ++j) {
+        Ref<T> d = 0, m = 0;
+        for (int k = 0; k < K; ++k) {
+          const Ref<T> p = Ref<T>(a(i, k)) * Ref<T>(b(k, j));
+          d += p;
+          m += std::fabs(p);
+        }
+        dot[size_t(i) * N + j] = d;
+        mag[size_t(i) * N + j] = m;
+      }
+    }
+  }
+  T a(int i, int k) const { return ta ? A[size_t(k) * lda + i] : A[size_t(i) * lda + k]; }
+  T b(int k, int j) const { return tb ? B[size_t(j) * ldb + k] : B[size_t(k) * ldb + j]; }
+
+  // Runs gemm on a buffer with guard bands around C and sentinels in its row padding.
+  // beta == 0: C must not be read (BLAS semantics), so it starts as NaN.
+  std::vector<T> run(T alpha, T beta) const {
+    std::vector<T> C(size_t(M) * ldc + 2 * kGuard, sentinel<T>());
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        C[kGuard + size_t(i) * ldc + j] =
+            beta == T(0) ? std::numeric_limits<T>::quiet_NaN() : Cin[size_t(i) * N + j];
+    gemm<T>(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data() + kGuard, ldc);
+    return C;
+  }
+
+  // Error bound: a dot product of length K in precision eps (any summation order or blocking)
+  // has |error| <= K*eps * sum_k |a_ik b_kj|, to first order; alpha*, beta* and the final add
+  // cost a few more roundings. We allow (K + 4) * eps times the magnitude, which any correct
+  // kernel meets and a wrong element, tail, stride or transpose cannot.
+  // Positions outside C (guard bands and row padding) must still hold the sentinel bitwise.
+  void check(const std::vector<T>& C, T alpha, T beta, const std::string& what) const {
+    const Ref<T> eps = std::numeric_limits<T>::epsilon();
+    int bad = 0;
+    for (int i = 0; i < M && bad < 5; ++i) {
+      for (int j = 0; j < N && bad < 5; ++j) {
+        const size_t ij = size_t(i) * N + j;
+        const Ref<T> cin = beta == T(0) ? 0 : Ref<T>(beta) * Ref<T>(Cin[ij]);
+        const Ref<T> ref = Ref<T>(alpha) * dot[ij] + cin;
+        const Ref<T> tol = (K + 4) * eps * (std::fabs(Ref<T>(alpha)) * mag[ij] + std::fabs(cin)) +
+                           std::numeric_limits<T>::denorm_min();
+        const T got = C[kGuard + size_t(i) * ldc + j];
+        if (!(std::fabs(Ref<T>(got) - ref) <= tol)) {
+          ADD_FAILURE() << what << " C(" << i << "," << j << ") = " << got << ", expected "
+                        << double(ref) << " +- " << double(tol);
+          ++bad;
+        }
+      }
+    }
+    for (size_t p = 0; p < C.size(); ++p) {
+      const bool inside = p >= size_t(kGuard) && p < size_t(kGuard) + size_t(M) * ldc &&
+                          (p - kGuard) % ldc < size_t(N);
+      if (!inside && !same_bits(C[p], sentinel<T>())) {
+        ADD_FAILURE() << what << " wrote outside C at buffer offset " << p;
+        return;
+      }
+    }
+  }
+};
+
+std::string describe(GemmBackend be, bool ta, bool tb, Shape s, int pad, double alpha,
+                     double beta) {
+  return strprintf("[%s ta=%d tb=%d %dx%dx%d pad=%d alpha=%g beta=%g]", gemm_backend_name(be), ta,
+                   tb, s.M, s.N, s.K, pad, alpha, beta);
+}
+
+// Every (alpha, beta) of the product on every backend (float) or on OpenBLAS (double); each
+// call is repeated and must give the same bits (determinism).
+template <class T>
+void check_all(const Problem<T>& p, Shape s, int pad, const std::vector<GemmBackend>& backends,
+               const std::vector<T>& alphas, const std::vector<T>& betas) {
+  for (GemmBackend be : backends) {
+    gemm_set_backend(be);
+    for (T beta : betas) {
+      for (T alpha : alphas) {
+        const std::string what = describe(be, p.ta, p.tb, s, pad, alpha, beta);
+        const std::vector<T> c1 = p.run(alpha, beta);
+        p.check(c1, alpha, beta, what);
+        const std::vector<T> c2 = p.run(alpha, beta);
+        ASSERT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(T)))
+            << what << " not bitwise reproducible";
+      }
+    }
+  }
+}
+
+TEST_F(GemmTest, FloatAllBackendsTransposesAlphaBetaPadding) {
+  const std::vector<GemmBackend> backends(std::begin(kBackends), std::end(kBackends));
+  uint32_t seed = 1;
+  for (Shape s : kShapes) {
+    for (int pad : {0, 3}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          const Problem<float> p(ta, tb, s, pad, seed += 3);
+          check_all<float>(p, s, pad, backends, {1.0f, 0.5f}, {0.0f, 1.0f});
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GemmTest, FloatUnusualAlphaBetaFallBackCorrectly) {
+  uint32_t seed = 1000;
+  for (Shape s : {Shape{7, 13, 5}, Shape{130, 70, 65}}) {
+    const Problem<float> p(false, true, s, 2, seed += 3);
+    check_all<float>(p, s, 2, {GemmBackend::GEMM_BACKEND_ONEDNN, GemmBackend::GEMM_BACKEND_AUTO},
+                     {-2.0f, 0.0f}, {0.25f, -1.0f});
+  }
+}
+
+TEST_F(GemmTest, DoubleMatchesReference) {
+  uint32_t seed = 2000;
+  for (Shape s : kShapes) {
+    if (s.N > 10000) s.M = 5;  // keep the long-double reference quick
+    for (int pad : {0, 3}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          const Problem<double> p(ta, tb, s, pad, seed += 3);
+          // double always runs on OpenBLAS, whatever the backend.
+          check_all<double>(p, s, pad, {GemmBackend::GEMM_BACKEND_ONEDNN}, {1.0, 0.5}, {0.0, 1.0});
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GemmTest, EmptyDimensions) {
+  for (GemmBackend be : kBackends) {
+    gemm_set_backend(be);
+    // K == 0: C = beta * C.
+    std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
+    const float a = 0.0f, b = 0.0f;
+    gemm<float>(false, false, 2, 2, 0, 1.0f, &a, 1, &b, 2, 1.0f, c.data(), 2);
+    EXPECT_EQ(c, (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f})) << gemm_backend_name(be);
+    gemm<float>(false, false, 2, 2, 0, 1.0f, &a, 1, &b, 2, 0.0f, c.data(), 2);
+    EXPECT_EQ(c, (std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f})) << gemm_backend_name(be);
+    // M == 0 or N == 0: nothing happens.
+    gemm<float>(false, false, 0, 2, 3, 1.0f, &a, 3, &b, 2, 0.0f, c.data(), 2);
+    gemm<float>(false, false, 2, 0, 3, 1.0f, &a, 3, &b, 1, 0.0f, c.data(), 1);
+  }
+}
+
+TEST_F(GemmTest, ConcurrentCallsFromSeveralThreads) {
+  gemm_set_backend(GemmBackend::GEMM_BACKEND_ONEDNN);
+  std::vector<Problem<float>> problems;
+  for (int t = 0; t < 4; ++t) {
+    problems.emplace_back(t % 2 == 1, t >= 2, Shape{96 + t, 80, 70}, t % 2, 3000 + 3 * t);
+  }
+  std::vector<std::vector<float>> results(problems.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < problems.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) results[t] = problems[t].run(1.0f, float(t % 2));
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < problems.size(); ++t) {
+    problems[t].check(results[t], 1.0f, float(t % 2), "thread " + std::to_string(t));
+  }
+}
+
+TEST_F(GemmTest, InvalidArgumentsThrow) {
+  float x[4] = {};
+  EXPECT_THROW(gemm<float>(false, false, 2, 2, 2, 1.0f, x, 1, x, 2, 0.0f, x, 2), Error);  // lda
+  EXPECT_THROW(gemm<float>(false, true, 2, 2, 2, 1.0f, x, 2, x, 1, 0.0f, x, 2), Error);   // ldb
+  EXPECT_THROW(gemm<float>(false, false, 2, 2, 2, 1.0f, x, 2, x, 2, 0.0f, x, 1), Error);  // ldc
+  EXPECT_THROW(gemm<float>(false, false, -1, 2, 2, 1.0f, x, 2, x, 2, 0.0f, x, 2), Error);
+}
+
+TEST_F(GemmTest, BackendNamesAndSelection) {
+  for (GemmBackend be : kBackends) {
+    EXPECT_EQ(gemm_backend_from_string(gemm_backend_name(be)), be);
+  }
+  EXPECT_THROW(gemm_backend_from_string("cuda"), Error);
+  EXPECT_THROW(gemm_backend_from_string(""), Error);
+
+  gemm_set_backend(GemmBackend::GEMM_BACKEND_ONEDNN);
+  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 1.0f, 0.0f),
+            GemmBackend::GEMM_BACKEND_ONEDNN);
+  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 1.0f, 1.0f),
+            GemmBackend::GEMM_BACKEND_ONEDNN);
+  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 0.5f, 0.0f),
+            GemmBackend::GEMM_BACKEND_OPENBLAS);
+  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 1.0f, 0.5f),
+            GemmBackend::GEMM_BACKEND_OPENBLAS);
+  gemm_set_backend(GemmBackend::GEMM_BACKEND_OPENBLAS);
+  EXPECT_EQ(gemm_backend_for(false, true, 4096, 4096, 4096, 1.0f, 0.0f),
+            GemmBackend::GEMM_BACKEND_OPENBLAS);
+  gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
+  for (Shape s : kShapes) {
+    const GemmBackend got = gemm_backend_for(false, true, s.M, s.N, s.K, 1.0f, 0.0f);
+    EXPECT_TRUE(got == GemmBackend::GEMM_BACKEND_OPENBLAS ||
+                got == GemmBackend::GEMM_BACKEND_ONEDNN);
+  }
+
+  const std::string d = gemm_describe();
+  EXPECT_NE(d.find("oneDNN"), std::string::npos) << d;
+  EXPECT_NE(d.find("OpenBLAS"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace gossamer::kernels::cpu

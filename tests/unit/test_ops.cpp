@@ -1,0 +1,851 @@
+// Table-driven tests of the CPU ops (kernels/cpu/*.h), after ggml's test-backend-ops.
+// Each op is an OpCase subclass (build(): inputs, outputs, loss weights; forward()/backward()
+// for float and double), instantiated over a grid of awkward shapes. For every case the driver
+//   1. runs forward + backward in double and checks every gradient (inputs, weights, biases)
+//      against central finite differences of L = sum_j <out_j, R_j> (fixed random R_j);
+//   2. runs float and compares every output and gradient with double (relative error with the
+//      tensor's RMS as floor, per-op tolerance);
+//   3. checks: sentinel guard bands around every buffer are untouched, inputs are unchanged,
+//      no NaN/Inf anywhere in outputs and gradients, assigned outputs are fully written
+//      (pre-filled with NaN), "+=" gradients add to pre-filled nonzero values, a second float
+//      run is bitwise identical, plus per-op invariants (causal zeros, padded columns).
+// The elementwise helpers have no backward; they get exact checks at the end of the file.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/crossentropy.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/encoder.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/matmul.h"
+
+namespace {
+
+using gossamer::Rng;
+namespace cpu = gossamer::kernels::cpu;
+
+// ---- guarded buffers -------------------------------------------------------------------------
+
+constexpr size_t kGuard = 32;  // sentinel elements before and after every buffer
+
+template <class T>
+T sentinel();
+template <>
+float sentinel<float>() {
+  return std::bit_cast<float>(uint32_t{0x7FC5A5A5});  // a NaN with a payload no op produces
+}
+template <>
+double sentinel<double>() {
+  return std::bit_cast<double>(uint64_t{0x7FF8A5A5A5A5A5A5});
+}
+
+// A buffer of n elements with kGuard sentinels on each side.
+template <class T>
+class Guarded {
+ public:
+  Guarded() = default;
+  Guarded(size_t n, T fill) : n_(n), buf_(n + 2 * kGuard, fill) {
+    for (size_t i = 0; i < kGuard; ++i) buf_[i] = buf_[kGuard + n + i] = sentinel<T>();
+  }
+  T* data() { return buf_.empty() ? nullptr : buf_.data() + kGuard; }
+  const T* data() const { return buf_.empty() ? nullptr : buf_.data() + kGuard; }
+  size_t size() const { return n_; }
+  T& operator[](size_t i) { return buf_[kGuard + i]; }
+  const T& operator[](size_t i) const { return buf_[kGuard + i]; }
+  bool guards_intact() const {
+    if (buf_.empty()) return true;
+    const T s = sentinel<T>();
+    for (size_t i = 0; i < kGuard; ++i) {
+      if (std::memcmp(&buf_[i], &s, sizeof(T)) != 0) return false;
+      if (std::memcmp(&buf_[kGuard + n_ + i], &s, sizeof(T)) != 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  size_t n_ = 0;
+  std::vector<T> buf_;
+};
+
+// All buffers of one run of a case, in type T.
+template <class T>
+struct Run {
+  std::vector<Guarded<T>> in;    // forward inputs, from the case's double values
+  std::vector<Guarded<T>> grad;  // one per input; empty when the input has no gradient
+  std::vector<Guarded<T>> out;   // forward outputs, pre-filled with NaN (all are assigned)
+  std::vector<Guarded<T>> dout;  // loss weights R_j of out_j; empty when out_j is not in L
+  std::vector<Guarded<T>> work;  // workspaces, pre-filled with NaN
+};
+
+// ---- the case abstraction --------------------------------------------------------------------
+
+class OpCase {
+ public:
+  struct Input {
+    std::string name;
+    std::vector<double> value;
+    bool has_grad = true;
+    bool grad_assigned = false;  // backward assigns (=) this gradient instead of adding (+=)
+  };
+  struct Output {
+    std::string name;
+    size_t n = 0;
+    std::vector<double> weight;  // R_j; empty: not part of the loss
+  };
+
+  virtual ~OpCase() = default;
+  virtual std::string name() const = 0;
+  // Declares inputs, outputs and workspaces and draws every value (and integer argument).
+  virtual void build(Rng& rng) = 0;
+  virtual void forward(Run<float>& r) = 0;
+  virtual void forward(Run<double>& r) = 0;
+  virtual void backward(Run<float>& r) = 0;
+  virtual void backward(Run<double>& r) = 0;
+  // Op-specific invariants, called after forward + backward.
+  virtual void check(const Run<float>&) const {}
+  virtual void check(const Run<double>&) const {}
+
+  // Central-difference step. Inputs are O(1); with h = 1e-5 in double the truncation error
+  // (h^2 f'''/6 ~ 1e-11) and the rounding error (ulp(L)/h ~ 1e-10 for |L| ~ 100) are both far
+  // below the tolerances.
+  virtual double grad_eps() const { return 1e-5; }
+  // |analytic - fd| <= fd_atol + fd_rtol |fd|: about 100x the error budget above.
+  virtual double fd_atol() const { return 1e-7; }
+  virtual double fd_rtol() const { return 1e-6; }
+  // float vs double: max |f - d| / (|d| + rms(d)) per tensor. Float rounding of reductions of
+  // up to ~10^3 terms of mixed sign stays below ~1e-6 relative to the RMS; 1e-5 leaves margin.
+  virtual double max_err() const { return 1e-5; }
+  // Lower bound of the RMS scale in that comparison, for tensors that are 0 in real arithmetic.
+  virtual double err_floor() const { return 0.0; }
+  // Gradients with more elements are checked on a random subset of this size, plus extras.
+  virtual size_t fd_max_points() const { return 400; }
+  virtual std::vector<size_t> fd_extra_points(size_t /*input*/) const { return {}; }
+
+  const std::vector<Input>& inputs() const { return inputs_; }
+  const std::vector<Output>& outputs() const { return outputs_; }
+  const std::vector<size_t>& works() const { return works_; }
+
+ protected:
+  std::vector<double>& add_input(const std::string& name, size_t n, bool has_grad = true,
+                                 bool grad_assigned = false) {
+    inputs_.push_back({name, std::vector<double>(n), has_grad, grad_assigned});
+    return inputs_.back().value;
+  }
+  // loss_rng: draw random loss weights R (null: the output is not part of the loss).
+  void add_output(const std::string& name, size_t n, Rng* loss_rng) {
+    std::vector<double> weight;
+    if (loss_rng != nullptr) {
+      weight.resize(n);
+      for (auto& w : weight) w = loss_rng->normal();
+    }
+    add_output(name, n, std::move(weight));
+  }
+  void add_output(const std::string& name, size_t n, std::vector<double> weight) {
+    outputs_.push_back({name, n, std::move(weight)});
+  }
+  void add_work(size_t n) { works_.push_back(n); }
+
+ private:
+  std::vector<Input> inputs_;
+  std::vector<Output> outputs_;
+  std::vector<size_t> works_;
+};
+
+// Implements the four virtual entry points with the case's templates fwd<T>() / bwd<T>().
+#define OP_CASE_DISPATCH                   \
+  void forward(Run<float>& r) override {   \
+    fwd(r);                                \
+  }                                        \
+  void forward(Run<double>& r) override {  \
+    fwd(r);                                \
+  }                                        \
+  void backward(Run<float>& r) override {  \
+    bwd(r);                                \
+  }                                        \
+  void backward(Run<double>& r) override { \
+    bwd(r);                                \
+  }
+#define OP_CASE_CHECKS                              \
+  void check(const Run<float>& r) const override {  \
+    chk(r);                                         \
+  }                                                 \
+  void check(const Run<double>& r) const override { \
+    chk(r);                                         \
+  }
+
+void fill_normal(std::vector<double>& v, Rng& rng, double mean = 0.0, double stddev = 1.0) {
+  for (auto& x : v) x = mean + stddev * rng.normal();
+}
+
+// ---- the driver ------------------------------------------------------------------------------
+
+// prefill[i]: initial values of input i's gradient buffer (ignored for assigned gradients).
+template <class T>
+Run<T> make_run(const OpCase& c, const std::vector<std::vector<double>>& prefill) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  Run<T> r;
+  for (size_t i = 0; i < c.inputs().size(); ++i) {
+    const auto& in = c.inputs()[i];
+    Guarded<T> g(in.value.size(), T(0));
+    for (size_t k = 0; k < in.value.size(); ++k) g[k] = static_cast<T>(in.value[k]);
+    r.in.push_back(std::move(g));
+    if (!in.has_grad) {
+      r.grad.emplace_back();
+    } else if (in.grad_assigned) {
+      r.grad.emplace_back(in.value.size(), nan);
+    } else {
+      Guarded<T> d(in.value.size(), T(0));
+      for (size_t k = 0; k < in.value.size(); ++k) d[k] = static_cast<T>(prefill[i][k]);
+      r.grad.push_back(std::move(d));
+    }
+  }
+  for (const auto& o : c.outputs()) {
+    r.out.emplace_back(o.n, nan);
+    Guarded<T> w(o.weight.size(), T(0));
+    for (size_t k = 0; k < o.weight.size(); ++k) w[k] = static_cast<T>(o.weight[k]);
+    r.dout.push_back(std::move(w));
+  }
+  for (size_t n : c.works()) r.work.emplace_back(n, nan);
+  return r;
+}
+
+template <class T>
+long double loss(const OpCase& c, const Run<T>& r) {
+  long double l = 0;
+  for (size_t j = 0; j < c.outputs().size(); ++j) {
+    const auto& w = c.outputs()[j].weight;
+    for (size_t k = 0; k < w.size(); ++k) l += static_cast<long double>(r.out[j][k]) * w[k];
+  }
+  return l;
+}
+
+// The gradient the backward produced: buffer minus pre-fill (exact for the pre-fills used).
+template <class T>
+std::vector<double> produced_grad(const OpCase& c, const Run<T>& r, size_t i,
+                                  const std::vector<std::vector<double>>& prefill) {
+  std::vector<double> g(r.grad[i].size());
+  for (size_t k = 0; k < g.size(); ++k) {
+    const double base =
+        c.inputs()[i].grad_assigned ? 0.0 : static_cast<double>(static_cast<T>(prefill[i][k]));
+    g[k] = static_cast<double>(r.grad[i][k]) - base;
+  }
+  return g;
+}
+
+template <class T>
+size_t count_nonfinite(const Guarded<T>& g) {
+  size_t bad = 0;
+  for (size_t k = 0; k < g.size(); ++k) bad += !std::isfinite(g[k]);
+  return bad;
+}
+
+// Guards, unchanged inputs, finiteness of outputs and gradients, per-op invariants.
+template <class T>
+void check_run(const OpCase& c, const Run<T>& r, const char* type) {
+  for (size_t i = 0; i < r.in.size(); ++i) {
+    const auto& in = c.inputs()[i];
+    EXPECT_TRUE(r.in[i].guards_intact()) << type << " input " << in.name << ": guard written";
+    size_t changed = 0;
+    for (size_t k = 0; k < in.value.size(); ++k) {
+      const T want = static_cast<T>(in.value[k]);
+      changed += std::memcmp(&r.in[i][k], &want, sizeof(T)) != 0;
+    }
+    EXPECT_EQ(changed, 0u) << type << " input " << in.name << " was modified";
+    EXPECT_TRUE(r.grad[i].guards_intact()) << type << " grad " << in.name << ": guard written";
+    EXPECT_EQ(count_nonfinite(r.grad[i]), 0u) << type << " grad " << in.name << ": NaN/Inf";
+  }
+  for (size_t j = 0; j < r.out.size(); ++j) {
+    const auto& name = c.outputs()[j].name;
+    EXPECT_TRUE(r.out[j].guards_intact()) << type << " output " << name << ": guard written";
+    EXPECT_EQ(count_nonfinite(r.out[j]), 0u)
+        << type << " output " << name << ": NaN/Inf (or an element left unassigned)";
+    EXPECT_TRUE(r.dout[j].guards_intact()) << type << " dout " << name << ": guard written";
+  }
+  for (size_t w = 0; w < r.work.size(); ++w) {
+    EXPECT_TRUE(r.work[w].guards_intact()) << type << " workspace " << w << ": guard written";
+  }
+  c.check(r);
+}
+
+// max_k |f_k - d_k| / (|d_k| + max(rms(d), min_floor))
+double max_rel_err(const std::vector<double>& f, const std::vector<double>& d, double min_floor) {
+  double ss = 0;
+  for (double x : d) ss += x * x;
+  const double floor = std::max({std::sqrt(ss / std::max<size_t>(d.size(), 1)), min_floor, 1e-30});
+  double worst = 0;
+  for (size_t k = 0; k < d.size(); ++k) {
+    worst = std::max(worst, std::fabs(f[k] - d[k]) / (std::fabs(d[k]) + floor));
+  }
+  return worst;
+}
+
+template <class T>
+std::vector<double> to_double(const Guarded<T>& g) {
+  std::vector<double> v(g.size());
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(g[k]);
+  return v;
+}
+
+template <class T>
+bool bitwise_equal(const Guarded<T>& a, const Guarded<T>& b) {
+  return a.size() == b.size() &&
+         (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// A fixed nonzero pattern in [-1.5, 1.5] * magnitude, exact in float for magnitude = 2^k.
+std::vector<double> prefill_pattern(size_t n, double magnitude) {
+  std::vector<double> p(n);
+  for (size_t k = 0; k < n; ++k) p[k] = magnitude * 0.5 * static_cast<double>(int(k % 7) - 3);
+  return p;
+}
+
+void run_case(OpCase& c) {
+  Rng rng(0x5eed, std::hash<std::string>{}(c.name()));
+  c.build(rng);
+  const size_t nin = c.inputs().size();
+
+  // 1. double: forward + backward, finite-difference check of every gradient.
+  std::vector<std::vector<double>> prefill64(nin);
+  for (size_t i = 0; i < nin; ++i) prefill64[i] = prefill_pattern(c.inputs()[i].value.size(), 1);
+  Run<double> r64 = make_run<double>(c, prefill64);
+  c.forward(r64);
+  c.backward(r64);
+  check_run(c, r64, "double");
+
+  std::vector<std::vector<double>> grad64(nin);
+  double worst_fd = 0;
+  // The thousands of small probe forwards run on one thread: a parallel region per tiny call
+  // only adds fork/join cost (and stalls when the machine is oversubscribed). The analytic
+  // runs above and below keep the default thread count.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Run<double> probe = make_run<double>(c, prefill64);
+  for (size_t i = 0; i < nin; ++i) {
+    const auto& in = c.inputs()[i];
+    if (!in.has_grad) continue;
+    grad64[i] = produced_grad(c, r64, i, prefill64);
+    const size_t n = in.value.size();
+    std::vector<size_t> points;
+    if (n <= c.fd_max_points()) {
+      for (size_t k = 0; k < n; ++k) points.push_back(k);
+    } else {
+      for (size_t k = 0; k < c.fd_max_points(); ++k) points.push_back(rng.below(n));
+      points.push_back(0);
+      points.push_back(n - 1);
+    }
+    for (size_t k : c.fd_extra_points(i)) points.push_back(k);
+    size_t bad = 0;
+    for (size_t k : points) {
+      const double x0 = probe.in[i][k];
+      const double xp = x0 + c.grad_eps(), xm = x0 - c.grad_eps();
+      probe.in[i][k] = xp;
+      c.forward(probe);
+      const long double lp = loss(c, probe);
+      probe.in[i][k] = xm;
+      c.forward(probe);
+      const long double lm = loss(c, probe);
+      probe.in[i][k] = x0;
+      const double fd = static_cast<double>((lp - lm) / (xp - xm));
+      const double err = std::fabs(grad64[i][k] - fd);
+      worst_fd = std::max(worst_fd, err / (c.fd_atol() + c.fd_rtol() * std::fabs(fd)));
+      if (err > c.fd_atol() + c.fd_rtol() * std::fabs(fd) && ++bad <= 5) {
+        ADD_FAILURE() << c.name() << ": d" << in.name << "[" << k << "] analytic " << grad64[i][k]
+                      << " vs finite difference " << fd;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << c.name() << ": d" << in.name << " wrong at " << bad << " of "
+                       << points.size() << " checked points";
+  }
+
+  omp_set_num_threads(threads);
+
+  // 2. float vs double. Pre-fills scaled to each gradient's RMS, so that (P + g) - P loses
+  //    nothing measurable in float.
+  std::vector<std::vector<double>> prefill32(nin);
+  for (size_t i = 0; i < nin; ++i) {
+    double ss = 0;
+    for (double g : grad64[i]) ss += g * g;
+    const double rms = grad64[i].empty() ? 1.0 : std::sqrt(ss / grad64[i].size());
+    const double pow2 = rms > 0 ? std::exp2(std::floor(std::log2(rms))) : 1.0;
+    prefill32[i] = prefill_pattern(c.inputs()[i].value.size(), pow2);
+  }
+  Run<float> r32 = make_run<float>(c, prefill32);
+  c.forward(r32);
+  c.backward(r32);
+  check_run(c, r32, "float");
+  double worst32 = 0;
+  for (size_t j = 0; j < r32.out.size(); ++j) {
+    const double e = max_rel_err(to_double(r32.out[j]), to_double(r64.out[j]), c.err_floor());
+    worst32 = std::max(worst32, e);
+    EXPECT_LE(e, c.max_err()) << c.name() << ": float vs double, output " << c.outputs()[j].name;
+  }
+  for (size_t i = 0; i < nin; ++i) {
+    if (!c.inputs()[i].has_grad) continue;
+    const double e = max_rel_err(produced_grad(c, r32, i, prefill32), grad64[i], c.err_floor());
+    worst32 = std::max(worst32, e);
+    EXPECT_LE(e, c.max_err()) << c.name() << ": float vs double, d" << c.inputs()[i].name;
+  }
+
+  // 3. Determinism: a second float run is bitwise identical.
+  Run<float> again = make_run<float>(c, prefill32);
+  c.forward(again);
+  c.backward(again);
+  for (size_t j = 0; j < r32.out.size(); ++j) {
+    EXPECT_TRUE(bitwise_equal(r32.out[j], again.out[j]))
+        << c.name() << ": output " << c.outputs()[j].name << " differs between two runs";
+  }
+  for (size_t i = 0; i < nin; ++i) {
+    EXPECT_TRUE(bitwise_equal(r32.grad[i], again.grad[i]))
+        << c.name() << ": d" << c.inputs()[i].name << " differs between two runs";
+  }
+  std::printf("  %-44s fd err/tol %.2e   f32 rel err %.2e\n", c.name().c_str(), worst_fd, worst32);
+}
+
+// ---- the ops ---------------------------------------------------------------------------------
+
+std::string dims(const char* op, std::initializer_list<std::pair<const char*, int>> d) {
+  std::string s = op;
+  for (const auto& [k, v] : d) s += std::string("_") + k + std::to_string(v);
+  return s;
+}
+
+class EncoderCase : public OpCase {
+ public:
+  EncoderCase(int B, int T, int C, int Vp, int maxT) : B_(B), T_(T), C_(C), Vp_(Vp), maxT_(maxT) {}
+  std::string name() const override {
+    return dims("encoder", {{"B", B_}, {"T", T_}, {"C", C_}, {"Vp", Vp_}, {"maxT", maxT_}});
+  }
+  void build(Rng& rng) override {
+    fill_normal(add_input("wte", size_t(Vp_) * C_), rng);
+    fill_normal(add_input("wpe", size_t(maxT_) * C_), rng);
+    // Few distinct tokens, so rows of dwte receive several contributions; the last row too.
+    tokens_.resize(size_t(B_) * T_);
+    for (auto& t : tokens_) t = static_cast<int32_t>(rng.below(std::min(Vp_, 4)));
+    tokens_.back() = Vp_ - 1;
+    add_output("out", size_t(B_) * T_ * C_, &rng);
+  }
+  OP_CASE_DISPATCH
+
+ private:
+  template <class T>
+  void fwd(Run<T>& r) {
+    cpu::encoder_forward(r.out[0].data(), tokens_.data(), r.in[0].data(), r.in[1].data(), B_, T_,
+                         C_);
+  }
+  template <class T>
+  void bwd(Run<T>& r) {
+    cpu::encoder_backward(r.grad[0].data(), r.grad[1].data(), r.dout[0].data(), tokens_.data(), B_,
+                          T_, C_);
+  }
+  int B_, T_, C_, Vp_, maxT_;
+  std::vector<int32_t> tokens_;
+};
+
+class LayerNormCase : public OpCase {
+ public:
+  LayerNormCase(int N, int C) : N_(N), C_(C) {}
+  std::string name() const override { return dims("layernorm", {{"N", N_}, {"C", C_}}); }
+  void build(Rng& rng) override {
+    fill_normal(add_input("inp", size_t(N_) * C_), rng, 0.5, 2.0);  // offset: centring matters
+    fill_normal(add_input("w", C_), rng, 1.0, 0.5);
+    fill_normal(add_input("b", C_), rng, 0.0, 0.5);
+    add_output("out", size_t(N_) * C_, &rng);
+    add_output("mean", N_, nullptr);
+    add_output("rstd", N_, nullptr);
+  }
+  // C = 1: dinp is 0 in real arithmetic, a difference of terms of size |dout w| rstd with
+  // rstd = 1/sqrt(eps) ~ 316; float and double both return rounding noise of those terms.
+  double err_floor() const override { return C_ == 1 ? 1.0 / std::sqrt(cpu::kLayerNormEps) : 0; }
+  OP_CASE_DISPATCH
+
+ private:
+  template <class T>
+  void fwd(Run<T>& r) {
+    cpu::layernorm_forward(r.out[0].data(), r.out[1].data(), r.out[2].data(), r.in[0].data(),
+                           r.in[1].data(), r.in[2].data(), N_, C_);
+  }
+  template <class T>
+  void bwd(Run<T>& r) {
+    cpu::layernorm_backward(r.grad[0].data(), r.grad[1].data(), r.grad[2].data(), r.dout[0].data(),
+                            r.in[0].data(), r.in[1].data(), r.out[1].data(), r.out[2].data(), N_,
+                            C_);
+  }
+  int N_, C_;
+};
+
+class MatmulCase : public OpCase {
+ public:
+  MatmulCase(int N, int C, int OC, bool bias, bool dinp)
+      : N_(N), C_(C), OC_(OC), bias_(bias), dinp_(dinp) {}
+  std::string name() const override {
+    return dims("matmul", {{"N", N_}, {"C", C_}, {"OC", OC_}, {"bias", bias_}, {"dinp", dinp_}});
+  }
+  void build(Rng& rng) override {
+    fill_normal(add_input("inp", size_t(N_) * C_, dinp_), rng);
+    fill_normal(add_input("w", size_t(OC_) * C_), rng);
+    if (bias_) fill_normal(add_input("bias", OC_), rng);
+    add_output("out", size_t(N_) * OC_, &rng);
+  }
+  OP_CASE_DISPATCH
+
+ private:
+  template <class T>
+  void fwd(Run<T>& r) {
+    cpu::matmul_forward(r.out[0].data(), r.in[0].data(), r.in[1].data(),
+                        bias_ ? r.in[2].data() : nullptr, N_, C_, OC_);
+  }
+  template <class T>
+  void bwd(Run<T>& r) {
+    cpu::matmul_backward(dinp_ ? r.grad[0].data() : nullptr, r.grad[1].data(),
+                         bias_ ? r.grad[2].data() : nullptr, r.dout[0].data(), r.in[0].data(),
+                         r.in[1].data(), N_, C_, OC_);
+  }
+  int N_, C_, OC_;
+  bool bias_, dinp_;
+};
+
+class AttentionCase : public OpCase {
+ public:
+  AttentionCase(int B, int T, int C, int NH) : B_(B), T_(T), C_(C), NH_(NH) {}
+  std::string name() const override {
+    return dims("attention", {{"B", B_}, {"T", T_}, {"C", C_}, {"NH", NH_}, {"hs", C_ / NH_}});
+  }
+  void build(Rng& rng) override {
+    fill_normal(add_input("qkv", size_t(B_) * T_ * 3 * C_), rng);
+    const size_t att = size_t(B_) * NH_ * T_ * T_;
+    add_output("out", size_t(B_) * T_ * C_, &rng);
+    add_output("att", att, nullptr);
+    add_work(att);  // scratch
+  }
+  // FD: 64 random points of qkv per case plus the first and last; T^2 work per forward.
+  size_t fd_max_points() const override { return T_ >= 64 ? 64 : 400; }
+  OP_CASE_DISPATCH
+  OP_CASE_CHECKS
+
+ private:
+  template <class T>
+  void fwd(Run<T>& r) {
+    cpu::attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C_, NH_);
+  }
+  template <class T>
+  void bwd(Run<T>& r) {
+    cpu::attention_backward(r.grad[0].data(), r.work[0].data(), r.dout[0].data(), r.in[0].data(),
+                            r.out[1].data(), B_, T_, C_, NH_);
+  }
+  // Causal: exact zeros above the diagonal; each row a distribution.
+  template <class T>
+  void chk(const Run<T>& r) const {
+    size_t nonzero = 0, bad_rows = 0;
+    const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+    for (size_t row = 0; row < size_t(B_) * NH_ * T_; ++row) {
+      const size_t t = row % T_;
+      double sum = 0;
+      for (size_t s = 0; s < size_t(T_); ++s) {
+        const T a = r.out[1][row * T_ + s];
+        if (s > t) nonzero += a != T(0);
+        sum += a;
+      }
+      bad_rows += std::fabs(sum - 1.0) > tol;
+    }
+    EXPECT_EQ(nonzero, 0u) << name() << ": att[s > t] must be assigned 0";
+    EXPECT_EQ(bad_rows, 0u) << name() << ": att rows must sum to 1";
+  }
+  int B_, T_, C_, NH_;
+};
+
+class GeluCase : public OpCase {
+ public:
+  GeluCase(int n, bool in_place) : n_(n), in_place_(in_place) {}
+  std::string name() const override { return dims("gelu", {{"n", n_}, {"inplace", in_place_}}); }
+  void build(Rng& rng) override {
+    auto& x = add_input("inp", n_);
+    // Mostly the working range, some far tails (saturation and the capped exp) and zero.
+    for (size_t k = 0; k < x.size(); ++k) {
+      x[k] = k % 5 == 4 ? 24.0 * rng.uniform() - 12.0 : 2.0 * rng.normal();
+    }
+    x[0] = 0.0;
+    add_output("out", n_, &rng);
+  }
+  OP_CASE_DISPATCH
+
+ private:
+  template <class T>
+  void fwd(Run<T>& r) {
+    if (in_place_) {
+      std::copy_n(r.in[0].data(), n_, r.out[0].data());
+      cpu::gelu_forward(r.out[0].data(), r.out[0].data(), n_);
+    } else {
+      cpu::gelu_forward(r.out[0].data(), r.in[0].data(), n_);
+    }
+  }
+  template <class T>
+  void bwd(Run<T>& r) {
+    cpu::gelu_backward(r.grad[0].data(), r.in[0].data(), r.dout[0].data(), n_);
+  }
+  int n_;
+  bool in_place_;
+};
+
+class CrossEntropyCase : public OpCase {
+ public:
+  CrossEntropyCase(int N, int V, int Vp, bool fwd_in_place, bool bwd_in_place)
+      : N_(N), V_(V), Vp_(Vp), fwd_in_place_(fwd_in_place), bwd_in_place_(bwd_in_place) {}
+  std::string name() const override {
+    return dims("crossentropy", {{"N", N_},
+                                 {"V", V_},
+                                 {"Vp", Vp_},
+                                 {"fwdinplace", fwd_in_place_},
+                                 {"bwdinplace", bwd_in_place_}});
+  }
+  void build(Rng& rng) override {
+    auto& x = add_input("logits", size_t(N_) * Vp_, true, /*grad_assigned=*/true);
+    for (size_t k = 0; k < x.size(); ++k) {
+      // Padded columns hold large values: any use of them would dominate the softmax.
+      x[k] = int(k % Vp_) < V_ ? 3.0 * rng.normal() : 30.0;
+    }
+    targets_.resize(N_);
+    for (auto& t : targets_) t = static_cast<int32_t>(rng.below(V_));
+    targets_.back() = V_ - 1;
+    scale_ = 1.75 / N_;
+    add_output("losses", N_, std::vector<double>(N_, scale_));  // L = scale * sum_i losses_i
+    add_output("probs", size_t(N_) * Vp_, nullptr);
+  }
+  // The loss is log-sum-exp over up to 50257 terms: |L| ~ 20 per row, rounding ~ 1e-14, so a
+  // tight atol still has ~1000x margin; most gradients here are ~1e-5 (probabilities).
+  double fd_atol() const override { return 1e-9; }
+  size_t fd_max_points() const override { return V_ > 1000 ? 48 : 400; }
+  std::vector<size_t> fd_extra_points(size_t) const override {
+    std::vector<size_t> p;
+    for (int i = 0; i < N_; ++i) {
+      const size_t row = size_t(i) * Vp_;
+      const auto& x = inputs()[0].value;
+      p.push_back(row + targets_[i]);
+      p.push_back(row +
+                  (std::max_element(x.begin() + row, x.begin() + row + V_) - x.begin() - row));
+      p.push_back(row + V_ - 1);
+      if (Vp_ > V_) p.push_back(row + V_), p.push_back(row + Vp_ - 1);
+    }
+    return p;
+  }
+  OP_CASE_DISPATCH
+  OP_CASE_CHECKS
+
+ private:
+  template <class T>
+  void fwd(Run<T>& r) {
+    T* probs = r.out[1].data();
+    if (fwd_in_place_) {
+      std::copy_n(r.in[0].data(), size_t(N_) * Vp_, probs);
+      cpu::crossentropy_forward(r.out[0].data(), probs, probs, targets_.data(), N_, V_, Vp_);
+    } else {
+      cpu::crossentropy_forward(r.out[0].data(), probs, r.in[0].data(), targets_.data(), N_, V_,
+                                Vp_);
+    }
+  }
+  template <class T>
+  void bwd(Run<T>& r) {
+    T* dlogits = r.grad[0].data();
+    const T* probs = r.out[1].data();
+    if (bwd_in_place_) {
+      std::copy_n(probs, size_t(N_) * Vp_, dlogits);
+      probs = dlogits;
+    }
+    cpu::crossentropy_backward(dlogits, probs, targets_.data(), static_cast<T>(scale_), N_, V_,
+                               Vp_);
+  }
+  template <class T>
+  void chk(const Run<T>& r) const {
+    size_t pad_nonzero = 0, bad_rows = 0;
+    const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+    for (int i = 0; i < N_; ++i) {
+      double sum = 0;
+      for (int j = 0; j < Vp_; ++j) {
+        const size_t k = size_t(i) * Vp_ + j;
+        if (j >= V_) pad_nonzero += (r.out[1][k] != T(0)) + (r.grad[0][k] != T(0));
+        sum += r.out[1][k];
+      }
+      bad_rows += std::fabs(sum - 1.0) > tol;
+    }
+    EXPECT_EQ(pad_nonzero, 0u) << name() << ": padded columns must get probs 0 and dlogits 0";
+    EXPECT_EQ(bad_rows, 0u) << name() << ": probs rows must sum to 1";
+  }
+  int N_, V_, Vp_;
+  bool fwd_in_place_, bwd_in_place_;
+  double scale_ = 1.0;
+  std::vector<int32_t> targets_;
+};
+
+// ---- the grid --------------------------------------------------------------------------------
+
+struct CaseEntry {
+  std::string name;
+  std::function<std::unique_ptr<OpCase>()> make;
+};
+
+template <class Case, class... Args>
+CaseEntry entry(Args... args) {
+  auto make = [=] { return std::unique_ptr<OpCase>(new Case(args...)); };
+  return {make()->name(), make};
+}
+
+std::vector<CaseEntry> all_cases() {
+  std::vector<CaseEntry> v;
+  // encoder: (B, T, C, Vp, maxT); C = 130 leaves a partial channel block of the backward.
+  v.push_back(entry<EncoderCase>(1, 1, 1, 1, 1));
+  v.push_back(entry<EncoderCase>(2, 7, 12, 9, 10));
+  v.push_back(entry<EncoderCase>(3, 13, 37, 50, 16));
+  v.push_back(entry<EncoderCase>(2, 33, 130, 60, 40));
+  // layernorm: (N, C); C = 1 has zero variance.
+  v.push_back(entry<LayerNormCase>(1, 1));
+  v.push_back(entry<LayerNormCase>(1, 12));
+  v.push_back(entry<LayerNormCase>(7, 37));
+  v.push_back(entry<LayerNormCase>(13, 130));
+  v.push_back(entry<LayerNormCase>(64, 768));
+  // matmul: (N, C, OC, bias, dinp)
+  v.push_back(entry<MatmulCase>(1, 1, 1, true, true));
+  v.push_back(entry<MatmulCase>(7, 37, 19, true, true));
+  v.push_back(entry<MatmulCase>(13, 12, 48, false, true));
+  v.push_back(entry<MatmulCase>(5, 37, 19, true, false));
+  v.push_back(entry<MatmulCase>(33, 130, 67, true, true));
+  v.push_back(entry<MatmulCase>(16, 768, 72, true, true));
+  // attention: (B, T, C, NH), odd T and odd head sizes, T = 1, and the GPT-2 head size 64.
+  v.push_back(entry<AttentionCase>(1, 1, 12, 3));
+  v.push_back(entry<AttentionCase>(2, 7, 12, 4));
+  v.push_back(entry<AttentionCase>(1, 13, 37, 1));
+  v.push_back(entry<AttentionCase>(2, 13, 35, 5));
+  v.push_back(entry<AttentionCase>(1, 9, 8, 8));
+  v.push_back(entry<AttentionCase>(3, 5, 21, 3));
+  v.push_back(entry<AttentionCase>(1, 100, 64, 2));
+  v.push_back(entry<AttentionCase>(1, 64, 768, 12));
+  // gelu: (n, in place); 70001 takes the multi-threaded path.
+  v.push_back(entry<GeluCase>(1, false));
+  v.push_back(entry<GeluCase>(37, false));
+  v.push_back(entry<GeluCase>(37, true));
+  v.push_back(entry<GeluCase>(1025, false));
+  v.push_back(entry<GeluCase>(70001, true));
+  // crossentropy: (N, V, Vp, forward in place, backward in place); GPT-2's padded vocabulary.
+  v.push_back(entry<CrossEntropyCase>(1, 1, 8, false, false));
+  v.push_back(entry<CrossEntropyCase>(3, 37, 48, false, false));
+  v.push_back(entry<CrossEntropyCase>(3, 37, 48, true, false));
+  v.push_back(entry<CrossEntropyCase>(3, 37, 48, false, true));
+  v.push_back(entry<CrossEntropyCase>(7, 5, 5, true, true));
+  v.push_back(entry<CrossEntropyCase>(2, 50257, 50304, false, false));
+  v.push_back(entry<CrossEntropyCase>(1, 50257, 50304, true, true));
+  return v;
+}
+
+class OpTest : public ::testing::TestWithParam<CaseEntry> {};
+
+TEST_P(OpTest, GradientsAndFloat) {
+  auto c = GetParam().make();
+  run_case(*c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpTest, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<CaseEntry>& info) {
+                           return info.param.name;
+                         });
+
+// ---- direct checks ---------------------------------------------------------------------------
+
+// gelu_forward evaluates through sigmoid(2u); it must agree with the header's tanh formula.
+TEST(Gelu, MatchesTanhFormula) {
+  const size_t n = 2001;
+  Guarded<double> x(n, 0.0), y(n, 0.0);
+  for (size_t k = 0; k < n; ++k) x[k] = -10.0 + 20.0 * double(k) / (n - 1);
+  cpu::gelu_forward(y.data(), x.data(), n);
+  for (size_t k = 0; k < n; ++k) {
+    const long double v = x[k];
+    const long double ref =
+        0.5L * v * (1.0L + std::tanh(0.7978845608028654L * (v + 0.044715L * v * v * v)));
+    // Both are double evaluations of the same function: agreement to a few ulp of max(|y|, 1).
+    EXPECT_NEAR(y[k], static_cast<double>(ref), 1e-14) << "x = " << x[k];
+  }
+  EXPECT_TRUE(x.guards_intact() && y.guards_intact());
+}
+
+const size_t kSizes[] = {0, 1, 7, 37, 1025, 70001};  // 70001 takes the multi-threaded path
+
+// Values k/16 with small integer k: sums, products and squares are exact in float and double.
+template <class T>
+Guarded<T> exact_values(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  Guarded<T> g(n, T(0));
+  for (size_t k = 0; k < n; ++k) g[k] = static_cast<T>(int(rng.below(129)) - 64) / T(16);
+  return g;
+}
+
+template <class T>
+void check_elementwise() {
+  for (size_t n : kSizes) {
+    const Guarded<T> a = exact_values<T>(n, 1), b = exact_values<T>(n, 2);
+    size_t wrong = 0;
+    // add, out separate / aliasing a / aliasing b
+    for (int mode = 0; mode < 3; ++mode) {
+      Guarded<T> out =
+          mode == 0 ? Guarded<T>(n, std::numeric_limits<T>::quiet_NaN()) : (mode == 1 ? a : b);
+      Guarded<T> a2 = a, b2 = b;
+      const T* pa = mode == 1 ? out.data() : a2.data();
+      const T* pb = mode == 2 ? out.data() : b2.data();
+      cpu::add(out.data(), pa, pb, n);
+      for (size_t k = 0; k < n; ++k) wrong += out[k] != a[k] + b[k];
+      EXPECT_TRUE(out.guards_intact() && a2.guards_intact() && b2.guards_intact());
+    }
+    EXPECT_EQ(wrong, 0u) << "add, n = " << n;
+    Guarded<T> dst = a;
+    cpu::accumulate(dst.data(), b.data(), n);
+    wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += dst[k] != a[k] + b[k];
+    EXPECT_EQ(wrong, 0u) << "accumulate, n = " << n;
+    EXPECT_TRUE(dst.guards_intact());
+    Guarded<T> x = a;
+    cpu::scale(x.data(), T(-0.75), n);
+    wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += x[k] != a[k] * T(-0.75);
+    EXPECT_EQ(wrong, 0u) << "scale, n = " << n;
+    EXPECT_TRUE(x.guards_intact());
+    // sum_squares: every term and partial sum is a multiple of 1/256 below 2^30: exact.
+    double exact = 0;
+    for (size_t k = 0; k < n; ++k) exact += double(a[k]) * double(a[k]);
+    EXPECT_EQ(cpu::sum_squares(a.data(), n), exact) << "sum_squares, n = " << n;
+  }
+}
+
+TEST(Elementwise, ExactFloat) {
+  check_elementwise<float>();
+}
+TEST(Elementwise, ExactDouble) {
+  check_elementwise<double>();
+}
+
+TEST(Elementwise, SumSquaresAccurateAndDeterministic) {
+  const size_t n = (size_t{1} << 20) + 3;
+  Guarded<float> x(n, 0.0f);
+  Rng rng(7);
+  long double ref = 0;
+  for (size_t k = 0; k < n; ++k) {
+    x[k] = static_cast<float>(rng.normal());
+    ref += static_cast<long double>(x[k]) * x[k];
+  }
+  const double s = cpu::sum_squares(x.data(), n);
+  // Double accumulation of 1e6 positive terms: relative error <~ 1e6 * 2^-53 ~ 1e-10.
+  EXPECT_NEAR(s / static_cast<double>(ref), 1.0, 1e-10);
+  for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(cpu::sum_squares(x.data(), n), s);
+}
+
+}  // namespace
