@@ -4,7 +4,9 @@
 // counted as fastest), then both backends are timed alternately (so drift of a shared machine
 // hits both alike) and the median is reported. Output is a markdown table (docs/PERF.md).
 //   bench_gemm [--bt 256,512,4096] [--c 128,768,1024] [--layers qkv,attproj,fc,fcproj,lmhead]
-//              [--seconds S] [--min-reps N] [--max-reps N] [--mixed]
+//              [--seconds S] [--min-reps N] [--max-reps N] [--sweep 16,32,64] [--mixed]
+// --sweep instead times cubes n x n x n in the three layouts (fwd, dinp, dW) to find where the
+// fixed per-call cost of a backend dominates.
 // --mixed instead times gemm calls interleaved with OpenMP loops (as in a training step), which
 // is where a pthread OpenBLAS and the OpenMP pool fight over the cores.
 #include <omp.h>
@@ -36,6 +38,7 @@ struct Options {
   std::vector<std::string> layers = {"qkv", "attproj", "fc", "fcproj", "lmhead"};
   double seconds = 0.4;  // timing budget per shape and backend
   int min_reps = 3, max_reps = 30;
+  std::vector<int> sweep;
   bool mixed = false;
 };
 
@@ -77,6 +80,8 @@ Options parse(int argc, char** argv) {
       o.min_reps = std::stoi(next());
     } else if (a == "--max-reps") {
       o.max_reps = std::stoi(next());
+    } else if (a == "--sweep") {
+      o.sweep = split_ints(next());
     } else if (a == "--mixed") {
       o.mixed = true;
     } else {
@@ -320,50 +325,59 @@ int main(int argc, char** argv) {
     std::string best_shape[kNumBackends];
     double total_ms[kNumBackends] = {}, total_auto = 0.0, total_oracle = 0.0;
     int wrong = 0, auto_misses = 0, rows = 0;
-    for (int bt : o.bts) {
-      for (int c : o.cs) {
-        for (const std::string& layer : o.layers) {
-          for (const Shape& s : layer_shapes(layer, bt, c)) {
-            const Result r = measure(s, o);
-            cpu::gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
-            const GemmBackend pick = cpu::gemm_backend_for(s.ta, s.tb, s.M, s.N, s.K, 1.0f, s.beta);
-            const int pick_i = pick == GemmBackend::GEMM_BACKEND_ONEDNN ? 1 : 0;
-            double gfs[kNumBackends];
-            int fastest = -1;
-            for (int b = 0; b < kNumBackends; ++b) {
-              gfs[b] = s.gflop() / (r.ms[b] * 1e-3);
-              if (!r.ok[b]) {
-                ++wrong;
-                continue;
-              }
-              total_ms[b] += r.ms[b];
-              if (gfs[b] > best[b]) {
-                best[b] = gfs[b];
-                best_shape[b] = gossamer::strprintf("BT=%d C=%d %s %dx%dx%d", bt, c, s.name.c_str(),
-                                                    s.M, s.N, s.K);
-              }
-              if (fastest < 0 || r.ms[b] < r.ms[fastest]) fastest = b;
-            }
-            total_auto += r.ms[pick_i];
-            if (fastest >= 0) total_oracle += r.ms[fastest];
-            // A miss: AUTO's pick is more than 10% slower than the other backend.
-            if (fastest >= 0 && fastest != pick_i && r.ms[pick_i] > 1.1 * r.ms[fastest]) {
-              ++auto_misses;
-            }
-            ++rows;
-            auto cell = [&](int b) {
-              return r.ok[b] ? gossamer::strprintf("%.3f | %.1f", r.ms[b], gfs[b])
-                             : gossamer::strprintf("WRONG (err %.2g) | -", r.err[b]);
-            };
-            std::printf("| %d | %d | %s | %d %d %g | %dx%dx%d | %.3f | %s | %s | %s | %s | %d |\n",
-                        bt, c, s.name.c_str(), s.ta, s.tb, s.beta, s.M, s.N, s.K, s.gflop(),
-                        cell(0).c_str(), cell(1).c_str(),
-                        fastest < 0 ? "-" : cpu::gemm_backend_name(kBackends[fastest]),
-                        cpu::gemm_backend_name(pick), r.reps);
-            std::fflush(stdout);
-          }
+    struct Job {
+      int bt, c;
+      Shape s;
+    };
+    std::vector<Job> jobs;
+    for (int n : o.sweep) {
+      jobs.push_back({0, 0, {"cube.fwd", false, true, n, n, n, 0.0f}});
+      jobs.push_back({0, 0, {"cube.dinp", false, false, n, n, n, 1.0f}});
+      jobs.push_back({0, 0, {"cube.dW", true, false, n, n, n, 1.0f}});
+    }
+    if (o.sweep.empty()) {
+      for (int bt : o.bts)
+        for (int c : o.cs)
+          for (const std::string& layer : o.layers)
+            for (const Shape& s : layer_shapes(layer, bt, c)) jobs.push_back({bt, c, s});
+    }
+    for (const Job& job : jobs) {
+      const int bt = job.bt, c = job.c;
+      const Shape& s = job.s;
+      const Result r = measure(s, o);
+      cpu::gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
+      const GemmBackend pick = cpu::gemm_backend_for(s.ta, s.tb, s.M, s.N, s.K, 1.0f, s.beta);
+      const int pick_i = pick == GemmBackend::GEMM_BACKEND_ONEDNN ? 1 : 0;
+      double gfs[kNumBackends];
+      int fastest = -1;
+      for (int b = 0; b < kNumBackends; ++b) {
+        gfs[b] = s.gflop() / (r.ms[b] * 1e-3);
+        if (!r.ok[b]) {
+          ++wrong;
+          continue;
         }
+        total_ms[b] += r.ms[b];
+        if (gfs[b] > best[b]) {
+          best[b] = gfs[b];
+          best_shape[b] =
+              gossamer::strprintf("BT=%d C=%d %s %dx%dx%d", bt, c, s.name.c_str(), s.M, s.N, s.K);
+        }
+        if (fastest < 0 || r.ms[b] < r.ms[fastest]) fastest = b;
       }
+      total_auto += r.ms[pick_i];
+      if (fastest >= 0) total_oracle += r.ms[fastest];
+      // A miss: AUTO's pick is more than 10% slower than the other backend.
+      if (fastest >= 0 && fastest != pick_i && r.ms[pick_i] > 1.1 * r.ms[fastest]) ++auto_misses;
+      ++rows;
+      auto cell = [&](int b) {
+        return r.ok[b] ? gossamer::strprintf("%.4g | %.1f", r.ms[b], gfs[b])
+                       : gossamer::strprintf("WRONG (err %.2g) | -", r.err[b]);
+      };
+      std::printf("| %d | %d | %s | %d %d %g | %dx%dx%d | %.4g | %s | %s | %s | %s | %d |\n", bt, c,
+                  s.name.c_str(), s.ta, s.tb, s.beta, s.M, s.N, s.K, s.gflop(), cell(0).c_str(),
+                  cell(1).c_str(), fastest < 0 ? "-" : cpu::gemm_backend_name(kBackends[fastest]),
+                  cpu::gemm_backend_name(pick), r.reps);
+      std::fflush(stdout);
     }
     std::printf("\n/proc/loadavg at end: %s\nshapes: %d, wrong results: %d\n", loadavg().c_str(),
                 rows, wrong);

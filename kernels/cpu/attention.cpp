@@ -2,13 +2,15 @@
 // One work item per (b, h): it reads only head h of batch b and writes only att[b,h], out's
 // head-h columns of batch b and dqkv's head-h q/k/v columns of batch b, so items never share an
 // output and every sum runs in a fixed order (results do not depend on the thread count).
-// The products are register-blocked loops over contiguous head rows (4 rows of k or v per
-// step, so each q/out row is loaded and stored once per 4 keys); the backward's dk and dv are
-// summed per key row over the column of scratch/att, for the same reason.
-// The backward stores dpreatt * scale in scratch[b,h,t,s] for s <= t only; entries s > t are
-// neither written nor read.
+// The four products (q k^T, att v, and in the backward dout v^T, dpre k, dpre^T q, att^T dout)
+// run on 4x4 register tiles over contiguous head rows: 4 query rows against 4 key rows, so each
+// row read from L2 serves 4 rows of the other operand (a single-row loop is L2-bandwidth bound).
+// Tiles on the diagonal also compute entries s > t; those are masked: att[t, s > t] = 0, and the
+// backward stores dpreatt * scale in scratch[b,h,t,s] for s <= t and zeros up to the end of the
+// 16-column block containing t (the tiles read them); later entries are never written or read.
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -19,51 +21,115 @@ namespace gossamer::kernels::cpu {
 
 namespace {
 
-// r[i] = x . y_i for the 4 rows y_i = y + i*ld, i < 4, over n elements.
+constexpr int kTile = 4;       // rows per side of a register tile
+constexpr int kColBlock = 16;  // key columns per block of the backward's dk/dv pass
+
+// r[i*ldr + j] = x_i . y_j for i, j < 4; rows x_i = x + i*ldx, y_j = y + j*ldy, n elements.
 template <class R>
-inline void dot4(R* r, const R* __restrict__ x, const R* __restrict__ y, size_t ld, int n) {
-  const R* __restrict__ y0 = y;
-  const R* __restrict__ y1 = y + ld;
-  const R* __restrict__ y2 = y + 2 * ld;
-  const R* __restrict__ y3 = y + 3 * ld;
-  R a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-#pragma omp simd reduction(+ : a0, a1, a2, a3)
+inline void dot_4x4(R* r, size_t ldr, const R* __restrict__ x, size_t ldx, const R* __restrict__ y,
+                    size_t ldy, int n) {
+  const R* __restrict__ x0 = x, * __restrict__ x1 = x + ldx, * __restrict__ x2 = x + 2 * ldx, * __restrict__ x3 = x + 3 * ldx;
+  const R* __restrict__ y0 = y, * __restrict__ y1 = y + ldy, * __restrict__ y2 = y + 2 * ldy, * __restrict__ y3 = y + 3 * ldy;
+  R a00 = 0, a01 = 0, a02 = 0, a03 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0;
+  R a20 = 0, a21 = 0, a22 = 0, a23 = 0, a30 = 0, a31 = 0, a32 = 0, a33 = 0;
+#pragma omp simd reduction(+ : a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, \
+                               a31, a32, a33)
   for (int d = 0; d < n; ++d) {
-    a0 += x[d] * y0[d];
-    a1 += x[d] * y1[d];
-    a2 += x[d] * y2[d];
-    a3 += x[d] * y3[d];
+    const R p0 = x0[d], p1 = x1[d], p2 = x2[d], p3 = x3[d];
+    const R k0 = y0[d], k1 = y1[d], k2 = y2[d], k3 = y3[d];
+    a00 += p0 * k0, a01 += p0 * k1, a02 += p0 * k2, a03 += p0 * k3;
+    a10 += p1 * k0, a11 += p1 * k1, a12 += p1 * k2, a13 += p1 * k3;
+    a20 += p2 * k0, a21 += p2 * k1, a22 += p2 * k2, a23 += p2 * k3;
+    a30 += p3 * k0, a31 += p3 * k1, a32 += p3 * k2, a33 += p3 * k3;
   }
-  r[0] = a0;
-  r[1] = a1;
-  r[2] = a2;
-  r[3] = a3;
+  R* r0 = r;
+  R* r1 = r + ldr;
+  R* r2 = r + 2 * ldr;
+  R* r3 = r + 3 * ldr;
+  r0[0] = a00, r0[1] = a01, r0[2] = a02, r0[3] = a03;
+  r1[0] = a10, r1[1] = a11, r1[2] = a12, r1[3] = a13;
+  r2[0] = a20, r2[1] = a21, r2[2] = a22, r2[3] = a23;
+  r3[0] = a30, r3[1] = a31, r3[2] = a32, r3[3] = a33;
+}
+
+// acc_i += sum_j c[i*ci + j*cj] x_j for i, j < 4; rows acc_i = acc + i*lda, x_j = x + j*ldx.
+template <class R>
+inline void axpy_4x4(R* acc, size_t lda, const R* c, size_t ci, size_t cj, const R* __restrict__ x,
+                     size_t ldx, int n) {
+  R* __restrict__ o0 = acc, * __restrict__ o1 = acc + lda, * __restrict__ o2 = acc + 2 * lda, * __restrict__ o3 = acc + 3 * lda;
+  const R* __restrict__ x0 = x, * __restrict__ x1 = x + ldx, * __restrict__ x2 = x + 2 * ldx, * __restrict__ x3 = x + 3 * ldx;
+  const R c00 = c[0], c01 = c[cj], c02 = c[2 * cj], c03 = c[3 * cj];
+  const R c10 = c[ci], c11 = c[ci + cj], c12 = c[ci + 2 * cj], c13 = c[ci + 3 * cj];
+  const R c20 = c[2 * ci], c21 = c[2 * ci + cj], c22 = c[2 * ci + 2 * cj], c23 = c[2 * ci + 3 * cj];
+  const R c30 = c[3 * ci], c31 = c[3 * ci + cj], c32 = c[3 * ci + 2 * cj], c33 = c[3 * ci + 3 * cj];
+#pragma omp simd
+  for (int d = 0; d < n; ++d) {
+    const R v0 = x0[d], v1 = x1[d], v2 = x2[d], v3 = x3[d];
+    o0[d] += c00 * v0 + c01 * v1 + c02 * v2 + c03 * v3;
+    o1[d] += c10 * v0 + c11 * v1 + c12 * v2 + c13 * v3;
+    o2[d] += c20 * v0 + c21 * v1 + c22 * v2 + c23 * v3;
+    o3[d] += c30 * v0 + c31 * v1 + c32 * v2 + c33 * v3;
+  }
 }
 
 template <class R>
-inline R dot1(const R* __restrict__ x, const R* __restrict__ y, int n) {
+inline R dot_1(const R* __restrict__ x, const R* __restrict__ y, int n) {
   R a = 0;
 #pragma omp simd reduction(+ : a)
   for (int d = 0; d < n; ++d) a += x[d] * y[d];
   return a;
 }
 
-// acc[0:n] += sum_i c[i] * x_i[0:n] for the 4 rows x_i = x + i*ld.
 template <class R>
-inline void axpy4(R* __restrict__ acc, const R* c, const R* __restrict__ x, size_t ld, int n) {
-  const R* __restrict__ x0 = x;
-  const R* __restrict__ x1 = x + ld;
-  const R* __restrict__ x2 = x + 2 * ld;
-  const R* __restrict__ x3 = x + 3 * ld;
-  const R c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
-#pragma omp simd
-  for (int d = 0; d < n; ++d) acc[d] += c0 * x0[d] + c1 * x1[d] + c2 * x2[d] + c3 * x3[d];
-}
-
-template <class R>
-inline void axpy1(R* __restrict__ acc, R c, const R* __restrict__ x, int n) {
+inline void axpy_1(R* __restrict__ acc, R c, const R* __restrict__ x, int n) {
 #pragma omp simd
   for (int d = 0; d < n; ++d) acc[d] += c * x[d];
+}
+
+// One query row (for the rows left over after the 4-row tiles):
+// r[s] = x . y_s for s < m, rows y_s = y + s*ldy.
+template <class R>
+inline void dot_row(R* r, const R* x, const R* y, size_t ldy, int m, int n) {
+  for (int s = 0; s < m; ++s) r[s] = dot_1(x, y + s * ldy, n);
+}
+
+// acc += sum_{s<m} c[s] y_s.
+template <class R>
+inline void axpy_row(R* acc, const R* c, const R* y, size_t ldy, int m, int n) {
+  for (int s = 0; s < m; ++s) axpy_1(acc, c[s], y + s * ldy, n);
+}
+
+// a[0:n] = softmax(scale * a[0:n]); a[n:T] = 0.
+template <class R>
+inline void softmax_row(R* a, int n, int T, R scale) {
+  R mx = -std::numeric_limits<R>::infinity();
+#pragma omp simd reduction(max : mx)
+  for (int j = 0; j < n; ++j) {
+    a[j] *= scale;
+    mx = a[j] > mx ? a[j] : mx;
+  }
+  R sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int j = 0; j < n; ++j) {
+    const R e = vec_exp(a[j] - mx);
+    a[j] = e;
+    sum += e;
+  }
+  const R inv = R(1) / sum;
+#pragma omp simd
+  for (int j = 0; j < n; ++j) a[j] *= inv;
+  for (int j = n; j < T; ++j) a[j] = R(0);
+}
+
+// g[0:n] = scale * a (g - <a, g>) (softmax backward, datt -> dpreatt); g[n:band_end] = 0.
+template <class R>
+inline void softmax_backward_row(R* g, const R* a, int n, int band_end, R scale) {
+  R dot = 0;
+#pragma omp simd reduction(+ : dot)
+  for (int j = 0; j < n; ++j) dot += a[j] * g[j];
+#pragma omp simd
+  for (int j = 0; j < n; ++j) g[j] = a[j] * (g[j] - dot) * scale;
+  for (int j = n; j < band_end; ++j) g[j] = R(0);
 }
 
 }  // namespace
@@ -72,43 +138,39 @@ template <class Real>
 void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const size_t ld = 3 * static_cast<size_t>(C);  // row stride of q, k and v
+  const size_t ldo = static_cast<size_t>(C);
+  const size_t TT = static_cast<size_t>(T);
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
-      const Real* q = qkv + static_cast<size_t>(b) * T * ld + static_cast<size_t>(h) * hs;
+      const Real* q = qkv + static_cast<size_t>(b) * TT * ld + static_cast<size_t>(h) * hs;
       const Real* k = q + C;
-      const Real* v = q + 2 * static_cast<size_t>(C);
-      Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * T * T;
-      Real* o = out + static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * hs;
-      for (int t = 0; t < T; ++t) {
-        const Real* qt = q + t * ld;
-        Real* a = a_bh + static_cast<size_t>(t) * T;
-        const int n = t + 1;  // keys s <= t
-        int s = 0;
-        for (; s + 4 <= n; s += 4) dot4(a + s, qt, k + s * ld, ld, hs);
-        for (; s < n; ++s) a[s] = dot1(qt, k + s * ld, hs);
-        Real mx = -std::numeric_limits<Real>::infinity();
-#pragma omp simd reduction(max : mx)
-        for (int j = 0; j < n; ++j) {
-          a[j] *= scale;
-          mx = a[j] > mx ? a[j] : mx;
+      const Real* v = q + 2 * ldo;
+      Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
+      Real* o = out + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
+      int t0 = 0;
+      for (; t0 + kTile <= T; t0 += kTile) {  // rows t0..t0+3 need keys 0..t0+3
+        Real* a = a_bh + t0 * TT;
+        Real* ot = o + t0 * ldo;
+        for (int s = 0; s < t0 + kTile; s += kTile) {
+          dot_4x4(a + s, TT, q + t0 * ld, ld, k + s * ld, ld, hs);
         }
-        Real sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < n; ++j) {
-          const Real e = vec_exp(a[j] - mx);
-          a[j] = e;
-          sum += e;
+        for (int i = 0; i < kTile; ++i) {
+          softmax_row(a + i * TT, t0 + i + 1, T, scale);
+          for (int d = 0; d < hs; ++d) ot[i * ldo + d] = Real(0);
         }
-        const Real inv = Real(1) / sum;
-#pragma omp simd
-        for (int j = 0; j < n; ++j) a[j] *= inv;
-        for (int j = n; j < T; ++j) a[j] = Real(0);
-        Real* ot = o + static_cast<size_t>(t) * C;
+        for (int s = 0; s < t0 + kTile; s += kTile) {
+          axpy_4x4(ot, ldo, a + s, TT, 1, v + s * ld, ld, hs);
+        }
+      }
+      for (int t = t0; t < T; ++t) {
+        Real* a = a_bh + t * TT;
+        Real* ot = o + t * ldo;
+        dot_row(a, q + t * ld, k, ld, t + 1, hs);
+        softmax_row(a, t + 1, T, scale);
         for (int d = 0; d < hs; ++d) ot[d] = Real(0);
-        for (s = 0; s + 4 <= n; s += 4) axpy4(ot, a + s, v + s * ld, ld, hs);
-        for (; s < n; ++s) axpy1(ot, a[s], v + s * ld, hs);
+        axpy_row(ot, a, v, ld, t + 1, hs);
       }
     }
   }
@@ -119,54 +181,73 @@ void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real*
                         const Real* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const size_t ld = 3 * static_cast<size_t>(C);
+  const size_t ldo = static_cast<size_t>(C);
+  const size_t TT = static_cast<size_t>(T);
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+  auto band_end = [T](int t) { return std::min(T, (t / kColBlock + 1) * kColBlock); };
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
-      const size_t head = static_cast<size_t>(b) * T * ld + static_cast<size_t>(h) * hs;
+      const size_t head = static_cast<size_t>(b) * TT * ld + static_cast<size_t>(h) * hs;
       const Real* q = qkv + head;
       const Real* k = q + C;
-      const Real* v = q + 2 * static_cast<size_t>(C);
+      const Real* v = q + 2 * ldo;
       Real* dq = dqkv + head;
       Real* dk = dq + C;
-      Real* dv = dq + 2 * static_cast<size_t>(C);
-      const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * T * T;
-      Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * T * T;
-      const Real* go = dout + static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * hs;
-      // Rows t: datt = dout_t . v_s, softmax backward, dq_t += sum_s dpre[t,s] k_s.
-      for (int t = 0; t < T; ++t) {
-        const Real* a = a_bh + static_cast<size_t>(t) * T;
-        Real* g = g_bh + static_cast<size_t>(t) * T;
-        const Real* got = go + static_cast<size_t>(t) * C;
-        const int n = t + 1;
-        int s = 0;
-        for (; s + 4 <= n; s += 4) dot4(g + s, got, v + s * ld, ld, hs);
-        for (; s < n; ++s) g[s] = dot1(got, v + s * ld, hs);
-        Real dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j < n; ++j) dot += a[j] * g[j];
-#pragma omp simd
-        for (int j = 0; j < n; ++j) g[j] = a[j] * (g[j] - dot) * scale;
-        Real* dqt = dq + t * ld;
-        for (s = 0; s + 4 <= n; s += 4) axpy4(dqt, g + s, k + s * ld, ld, hs);
-        for (; s < n; ++s) axpy1(dqt, g[s], k + s * ld, hs);
-      }
-      // Columns s: dk_s += sum_{t>=s} dpre[t,s] q_t, dv_s += sum_{t>=s} att[t,s] dout_t.
-      for (int s = 0; s < T; ++s) {
-        Real* dks = dk + s * ld;
-        Real* dvs = dv + s * ld;
-        int t = s;
-        for (; t + 4 <= T; t += 4) {
-          const size_t col = static_cast<size_t>(t) * T + s;
-          const Real cg[4] = {g_bh[col], g_bh[col + T], g_bh[col + 2 * T], g_bh[col + 3 * T]};
-          const Real ca[4] = {a_bh[col], a_bh[col + T], a_bh[col + 2 * T], a_bh[col + 3 * T]};
-          axpy4(dks, cg, q + t * ld, ld, hs);
-          axpy4(dvs, ca, go + static_cast<size_t>(t) * C, C, hs);
+      Real* dv = dq + 2 * ldo;
+      const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
+      Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
+      const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
+
+      // Rows t: datt = dout_t . v_s; dpre = softmax backward (into scratch); dq_t += dpre k.
+      int t0 = 0;
+      for (; t0 + kTile <= T; t0 += kTile) {
+        Real* g = g_bh + t0 * TT;
+        for (int s = 0; s < t0 + kTile; s += kTile) {
+          dot_4x4(g + s, TT, go + t0 * ldo, ldo, v + s * ld, ld, hs);
         }
-        for (; t < T; ++t) {
-          const size_t col = static_cast<size_t>(t) * T + s;
-          axpy1(dks, g_bh[col], q + t * ld, hs);
-          axpy1(dvs, a_bh[col], go + static_cast<size_t>(t) * C, hs);
+        for (int i = 0; i < kTile; ++i) {
+          softmax_backward_row(g + i * TT, a_bh + (t0 + i) * TT, t0 + i + 1, band_end(t0 + i),
+                               scale);
+        }
+        for (int s = 0; s < t0 + kTile; s += kTile) {
+          axpy_4x4(dq + t0 * ld, ld, g + s, TT, 1, k + s * ld, ld, hs);
+        }
+      }
+      for (int t = t0; t < T; ++t) {
+        Real* g = g_bh + t * TT;
+        dot_row(g, go + t * ldo, v, ld, t + 1, hs);
+        softmax_backward_row(g, a_bh + t * TT, t + 1, band_end(t), scale);
+        axpy_row(dq + t * ld, g, k, ld, t + 1, hs);
+      }
+
+      // Columns s: dk_s += sum_{t>=s} dpre[t,s] q_t and dv_s += sum_{t>=s} att[t,s] dout_t, by
+      // blocks of 16 key columns (the 4 cache lines a tile reads serve the whole block).
+      for (int sb = 0; sb < T; sb += kColBlock) {
+        const int se = std::min(T, sb + kColBlock);
+        const int se4 = sb + (se - sb) / kTile * kTile;  // end of the full 4-key groups
+        int t = sb;
+        for (; t + kTile <= T; t += kTile) {
+          const Real* qt = q + t * ld;
+          const Real* got = go + t * ldo;
+          for (int s0 = sb; s0 < se4 && s0 <= t; s0 += kTile) {
+            axpy_4x4(dk + s0 * ld, ld, g_bh + t * TT + s0, 1, TT, qt, ld, hs);
+            axpy_4x4(dv + s0 * ld, ld, a_bh + t * TT + s0, 1, TT, got, ldo, hs);
+          }
+          for (int s = se4; s < se; ++s) {  // keys of a last, partial group
+            for (int j = std::max(0, s - t); j < kTile; ++j) {
+              const size_t at = (t + j) * TT + s;
+              axpy_1(dk + s * ld, g_bh[at], qt + j * ld, hs);
+              axpy_1(dv + s * ld, a_bh[at], got + j * ldo, hs);
+            }
+          }
+        }
+        for (; t < T; ++t) {  // rows left over after the 4-row groups
+          for (int s = sb; s < se && s <= t; ++s) {
+            const size_t at = t * TT + s;
+            axpy_1(dk + s * ld, g_bh[at], q + t * ld, hs);
+            axpy_1(dv + s * ld, a_bh[at], go + t * ldo, hs);
+          }
         }
       }
     }

@@ -1,8 +1,8 @@
 // Elementwise and reduction helpers, see elementwise.h.
 // Small arrays run on the calling thread (a parallel region costs microseconds). sum_squares
-// cuts the array into a fixed number of equal blocks, independent of the thread count, sums each
-// block in double over 16 explicit lanes, then adds the block sums in block
-// order: the result is bitwise reproducible for any thread count.
+// cuts the array into a fixed number of equal blocks, independent of the thread count, sums
+// each block in double over 16 explicit lanes, then adds the block sums in block order: the
+// result is bitwise reproducible for any thread count and any buffer alignment.
 #include "kernels/cpu/elementwise.h"
 
 #include <algorithm>

@@ -32,7 +32,7 @@ inline T gelu_exp(T x) {
 template <class T>
 void gelu_forward(T* out, const T* inp, size_t n) {
   // out may alias inp: each element is read before it is written, at the same index.
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for simd simdlen(kVecLanes <T>) schedule(static) if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) {
     const T x = inp[i];
     out[i] = x / (T(1) + gelu_exp(x));
@@ -41,7 +41,7 @@ void gelu_forward(T* out, const T* inp, size_t n) {
 
 template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for simd simdlen(kVecLanes <T>) schedule(static) if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) {
     const T x = inp[i];
     const T e = gelu_exp(x);

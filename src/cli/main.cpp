@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
                        "output prefix: writes PREFIX_000000.bin, PREFIX_000001.bin, ...")
       ->required();
   prep_cmd->add_option("--shard-tokens", prep_args.shard_tokens, "tokens per shard at most");
+  std::string prep_docs = "blank-line";
+  prep_cmd->add_option("--docs", prep_docs,
+                       "document boundaries: blank-line (default) or file (one per input)");
   prep_cmd->add_option("inputs", prep_args.inputs, "UTF-8 text files")->required();
 
   GenerateArgs gen_args;
@@ -135,7 +138,11 @@ int main(int argc, char** argv) {
   }
   try {
     if (*train_cmd) return cmd_train(train_args);
-    if (*prep_cmd) return data::prep_run(prep_args), 0;
+    if (*prep_cmd) {
+      prep_args.doc_split = data::parse_doc_split(prep_docs);
+      data::prep_run(prep_args);
+      return 0;
+    }
     if (*gen_cmd) return cmd_generate(gen_args);
     if (*bench_cmd) return cmd_bench(bench_args);
     if (*ref_cmd) return std::fputs(train::config_reference_markdown().c_str(), stdout), 0;

@@ -13,10 +13,13 @@
 #include "data/gpt2_tokenizer.h"
 
 #include <array>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/sha256.h"
@@ -209,7 +212,11 @@ class PairTable {
   };
   void reserve(size_t entries) {
     size_t cap = 16;
-    while (cap < entries * 2) cap *= 2;
+    shift_ = 60;
+    while (cap < entries * 2) {
+      cap *= 2;
+      --shift_;
+    }
     keys_.assign(cap, kEmpty);
     values_.assign(cap, Value{0, 0});
     mask_ = cap - 1;
@@ -235,10 +242,12 @@ class PairTable {
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t(0);
-  size_t slot(uint64_t k) const { return size_t((k * 0x9E3779B97F4A7C15ull) >> 17) & mask_; }
+  // Fibonacci hashing: the top log2(capacity) bits of the product.
+  size_t slot(uint64_t k) const { return size_t((k * 0x9E3779B97F4A7C15ull) >> shift_); }
   std::vector<uint64_t> keys_;
   std::vector<Value> values_;
   size_t mask_ = 0;
+  int shift_ = 60;
   size_t size_ = 0;
 };
 
@@ -406,10 +415,9 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
                        line.find(' ', sp + 1) == std::string_view::npos,
                    "%s: line %zu: expected \"left right\", found \"%.*s\"", bpe_path.c_str(),
                    li + 1, int(line.size()), line.data());
-    GOSSAMER_CHECK(unmap_token(bm, line.substr(0, sp), left) &&
-                       unmap_token(bm, line.substr(sp + 1), right),
-                   "%s: line %zu: character outside GPT-2's byte mapping", bpe_path.c_str(),
-                   li + 1);
+    GOSSAMER_CHECK(
+        unmap_token(bm, line.substr(0, sp), left) && unmap_token(bm, line.substr(sp + 1), right),
+        "%s: line %zu: character outside GPT-2's byte mapping", bpe_path.c_str(), li + 1);
     auto l = by_bytes.find(left), r = by_bytes.find(right), m = by_bytes.find(left + right);
     GOSSAMER_CHECK(l != by_bytes.end() && r != by_bytes.end() && m != by_bytes.end(),
                    "%s: line %zu: merge \"%.*s\" uses or makes a token missing from %s",
@@ -484,8 +492,9 @@ std::vector<uint32_t> Gpt2Tokenizer::encode(std::string_view text) const {
 }
 
 const std::string& Gpt2Tokenizer::decode_token(uint32_t token) const {
-  GOSSAMER_CHECK(token < kVocabSize, "GPT-2 decode: token id %u is not below the vocabulary size %u",
-                 token, kVocabSize);
+  GOSSAMER_CHECK(token < kVocabSize,
+                 "GPT-2 decode: token id %u is not below the vocabulary size %u", token,
+                 kVocabSize);
   return impl_->token_bytes[token];
 }
 

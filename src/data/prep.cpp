@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <filesystem>
@@ -155,17 +156,15 @@ PrepStats prep_run(const PrepOptions& opt) {
   GOSSAMER_CHECK(stats.documents > 0, "prep: the inputs contain no documents (first input %s)",
                  opt.inputs.front().c_str());
   sink.flush();
-  stats.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log_info("prep: %" PRIu64 " documents, %" PRIu64 " bytes -> %" PRIu64
            " tokens (%.3f bytes/token) in %zu shard(s), %.2f s, %.0f tokens/s",
-           stats.documents, stats.bytes, stats.tokens,
-           double(stats.bytes) / double(stats.tokens), stats.shards.size(), stats.seconds,
+           stats.documents, stats.bytes, stats.tokens, double(stats.bytes) / double(stats.tokens),
+           stats.shards.size(), stats.seconds,
            double(stats.tokens) / std::max(stats.seconds, 1e-9));
   if (std::filesystem::exists(shard_path(opt.output_prefix, stats.shards.size())))
     log_warn("prep: %s is left over from an earlier run; delete it before training on %s_*.bin",
-             shard_path(opt.output_prefix, stats.shards.size()).c_str(),
-             opt.output_prefix.c_str());
+             shard_path(opt.output_prefix, stats.shards.size()).c_str(), opt.output_prefix.c_str());
   return stats;
 }
 

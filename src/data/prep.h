@@ -21,9 +21,9 @@ enum DocSplit {
 };
 
 struct PrepOptions {
-  std::string tokenizer_dir;         // holds encoder.json and vocab.bpe (GPT-2)
-  std::vector<std::string> inputs;   // text files (UTF-8), in order
-  std::string output_prefix;         // shards are <output_prefix>_000000.bin, ...
+  std::string tokenizer_dir;        // holds encoder.json and vocab.bpe (GPT-2)
+  std::vector<std::string> inputs;  // text files (UTF-8), in order
+  std::string output_prefix;        // shards are <output_prefix>_000000.bin, ...
   uint64_t shard_tokens = 100000000;
   DocSplit doc_split = DOC_SPLIT_BLANK_LINE;
 };

@@ -56,6 +56,8 @@ UnicodeClass unicode_class(char32_t cp) {
   return classify_slow(cp);
 }
 
-const char* unicode_tables_version() { return kUnicodeTablesVersion; }
+const char* unicode_tables_version() {
+  return kUnicodeTablesVersion;
+}
 
 }  // namespace gossamer::data

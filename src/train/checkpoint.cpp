@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -30,13 +29,13 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& run_d
   const fs::path dir = run_dir / "checkpoints";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  static const std::regex re("step_([0-9]{8,})");
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && std::regex_match(name, m, re) &&
-        fs::exists(entry.path() / "trainer.json"))
-      out.emplace_back(std::stoll(m[1].str()), entry.path());
+    const std::string digits = name.starts_with("step_") ? name.substr(5) : "";
+    const bool numbered = digits.size() >= 8 && digits.size() <= 18 &&
+                          digits.find_first_not_of("0123456789") == std::string::npos;
+    if (entry.is_directory() && numbered && fs::exists(entry.path() / "trainer.json"))
+      out.emplace_back(std::stoll(digits), entry.path());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -73,7 +72,7 @@ std::string save_checkpoint(const std::string& run_dir, const model::Gpt2& model
                             const json& config) {
   const fs::path dir = fs::path(run_dir) / "checkpoints";
   const fs::path final_dir = dir / step_name(state.step);
-  const fs::path tmp_dir = dir / ("." + step_name(state.step) + ".tmp");
+  const fs::path tmp_dir = dir / strprintf(".%s.tmp", step_name(state.step).c_str());
   std::error_code ec;
   fs::create_directories(dir, ec);
   GOSSAMER_CHECK(!ec, "%s: cannot create checkpoint directory: %s", dir.c_str(),

@@ -34,7 +34,7 @@ MetricsLog::~MetricsLog() {
   if (f_) std::fclose(f_);
 }
 
-void MetricsLog::write(const nlohmann::json& line) {
+void MetricsLog::write(const nlohmann::ordered_json& line) {
   std::string s = line.dump() + "\n";
   GOSSAMER_CHECK(std::fputs(s.c_str(), f_) >= 0 && std::fflush(f_) == 0,
                  "%s: write failed: %s", path_.c_str(), std::strerror(errno));

@@ -18,7 +18,7 @@ class MetricsLog {
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
-  void write(const nlohmann::json& line);
+  void write(const nlohmann::ordered_json& line);
 
  private:
   std::string path_;

@@ -20,11 +20,11 @@ namespace {
 
 template <class T>
 const char* type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "boolean";
-  else if constexpr (std::is_same_v<T, std::string>) return "string";
-  else if constexpr (std::is_floating_point_v<T>) return "number";
-  else if constexpr (std::is_unsigned_v<T>) return "non-negative integer";
-  else return "integer";
+  if constexpr (std::is_same_v<T, bool>) return "a boolean";
+  else if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  else if constexpr (std::is_unsigned_v<T>) return "a non-negative integer";
+  else return "an integer";
 }
 
 const char* json_kind(const json& j) {
@@ -44,7 +44,7 @@ const char* json_kind(const json& j) {
 template <class T>
 T convert(const json& j, const std::string& where) {
   auto mismatch = [&]() {
-    fail("%s: expected a %s, found %s %s", where.c_str(), type_name<T>(), json_kind(j),
+    fail("%s: expected %s, found %s %s", where.c_str(), type_name<T>(), json_kind(j),
          j.dump().c_str());
   };
   if constexpr (std::is_same_v<T, bool>) {
@@ -135,7 +135,9 @@ struct DocSection {
   template <class T>
   void operator()(const char* key, T& field, const char* doc) {
     json value = field;
-    out << "| `" << name << "." << key << "` | " << type_name<T>() << " | `" << value.dump()
+    const std::string type = type_name<T>();  // without its article
+    out << "| `" << name << "." << key << "` | " << type.substr(type.find(' ') + 1) << " | `"
+        << value.dump()
         << "` | " << doc << " |\n";
   }
 };

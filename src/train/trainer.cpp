@@ -87,6 +87,10 @@ int run_training(RunConfig config, const std::string& resume_path) {
   // Everything that can fail on input is opened before any output is written.
   data::DataLoader train_loader(data::expand_shard_patterns(d.train), T, tc.seed, d.shuffle,
                                 uint32_t(config.model.vocab_size));
+  GOSSAMER_CHECK(train_loader.num_windows() >= uint64_t(B) * world,
+                 "data.train: holds %llu windows of %d tokens, fewer than one step needs (%d "
+                 "ranks x micro_batch %d)",
+                 (unsigned long long)train_loader.num_windows(), T + 1, world, B);
   std::optional<data::DataLoader> val_loader;
   if (!d.val.empty()) {
     val_loader.emplace(data::expand_shard_patterns(d.val), T, tc.seed, false,
@@ -214,7 +218,7 @@ int run_training(RunConfig config, const std::string& resume_path) {
                    {"mfu", mfu},
                    {"bytes_sent", 0},
                    {"tokens", state.tokens_seen},
-                   {"time_s", {{"step", dt}, {"fwd", t_fwd}, {"bwd", t_bwd}, {"optim", t_opt}}}});
+                   {"time_s", {{"total", dt}, {"fwd", t_fwd}, {"bwd", t_bwd}, {"optim", t_opt}}}});
     if (state.step % tc.log_every == 0 || state.step == tc.steps)
       log_info("step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | "
                "sent 0 B | fwd %.0f ms bwd %.0f ms optim %.0f ms | ETA %s",

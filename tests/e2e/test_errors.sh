@@ -14,8 +14,8 @@ expect_error "unknown key" "optimizer.lrr: unknown key" run train -c "$WORK/unkn
 echo '{"optimiser": {}}' >"$WORK/section.json"
 expect_error "unknown section" "optimiser: unknown section" run train -c "$WORK/section.json"
 echo '{"train": {"steps": "ten"}}' >"$WORK/type.json"
-expect_error "wrong type" "train.steps: expected a integer, found string" run train -c "$WORK/type.json"
-expect_error "fractional integer" "data.micro_batch: expected a integer" run train -c $TINY --set data.micro_batch=2.5
+expect_error "wrong type" "train.steps: expected an integer, found string" run train -c "$WORK/type.json"
+expect_error "fractional integer" "data.micro_batch: expected an integer" run train -c $TINY --set data.micro_batch=2.5
 expect_error "heads do not divide" "model.n_head: must divide d_model=64" run train -c $TINY --set model.n_head=5
 expect_error "seq_len beyond positions" "data.seq_len: must lie in" run train -c $TINY --set data.seq_len=65
 expect_error "global batch not a multiple" "train.global_batch_tokens: must be a non-negative multiple" run train -c $TINY --set train.global_batch_tokens=1000
@@ -35,7 +35,8 @@ shard("magic.bin", magic=1234)
 shard("version.bin", version=7)
 shard("truncated.bin", count=100, ntok=60)
 shard("trailing.bin", count=100, ntok=120)
-shard("bigtoken.bin", tok=60000)
+shard("bigtoken.bin", tok=60000, count=1000)
+shard("tiny.bin", count=100)
 open(os.path.join(w, "short.bin"), "wb").write(b"\x00" * 100)
 PY
 expect_error "shard bad magic" "magic.bin.*magic" run train -c $TINY --set data.train="$WORK/magic.bin"
@@ -44,6 +45,7 @@ expect_error "shard truncated" "truncated.bin.*(truncated|length)" run train -c 
 expect_error "shard trailing bytes" "trailing.bin.*(trailing|length)" run train -c $TINY --set data.train="$WORK/trailing.bin"
 expect_error "shard short header" "short.bin" run train -c $TINY --set data.train="$WORK/short.bin"
 expect_error "token beyond vocab" "bigtoken.bin.*(token|offset)" run train -c $TINY --set data.train="$WORK/bigtoken.bin"
+expect_error "too few windows" "data.train: holds 1 windows" run train -c $TINY --set data.train="$WORK/tiny.bin"
 expect_error "no shard matches" "nomatch_.*\\*\\.bin" run train -c $TINY --set data.train="$WORK/nomatch_*.bin"
 
 # -- output directory

@@ -17,7 +17,7 @@ ckpt=$(ls -d "$RUN"/checkpoints/step_* 2>/dev/null | tail -1)
 [[ -n "$ckpt" && -f "$ckpt/trainer.json" && -f "$ckpt/model.safetensors" ]] && pass "checkpoint $ckpt written" || fail "no checkpoint after SIGINT"
 ls -a "$RUN/checkpoints" | grep -q '\.tmp' && fail "temporary checkpoint left behind" || pass "no temporary files"
 step=$(basename "$ckpt" | sed 's/step_0*//')
-last=$(grep -o '"step":[0-9]*,"loss"' "$RUN/metrics.jsonl" | tail -1 | grep -o '[0-9]*')
+last=$(grep '"loss"' "$RUN/metrics.jsonl" | tail -1 | grep -o '"step":[0-9]*' | cut -d: -f2)
 [[ "$step" == "$last" ]] && pass "checkpoint is the last logged step ($step)" || fail "checkpoint step $step != last logged step $last"
 grep -q "resume with --resume" "$WORK/log" && pass "message says how to resume" || fail "no resume hint"
 "$GOSSAMER" train -c configs/test/gpt2-tiny.json --set train.steps=$((step + 3)) --set train.eval_every=0 \

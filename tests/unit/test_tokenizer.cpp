@@ -262,8 +262,11 @@ TEST_F(Gpt2TokenizerTest, LongTextEqualsPiecewiseAndCacheIsBounded) {
 
 TEST_F(Gpt2TokenizerTest, InvalidUtf8BecomesReplacementCharacter) {
   const std::string bad = std::string("ab\xff") + "c";
-  EXPECT_EQ(sanitize_utf8(bad), "ab\xef\xbf\xbd" "c");
-  EXPECT_EQ(tok().encode(bad), tok().encode("ab\xef\xbf\xbd" "c"));
+  EXPECT_EQ(sanitize_utf8(bad),
+            "ab\xef\xbf\xbd"
+            "c");
+  EXPECT_EQ(tok().encode(bad), tok().encode("ab\xef\xbf\xbd"
+                                            "c"));
 }
 
 TEST(Gpt2TokenizerLoad, MissingFilesNamed) {
@@ -310,8 +313,9 @@ std::vector<uint32_t> read_shards(const std::vector<std::string>& paths, int wan
 
 TEST_F(Gpt2TokenizerTest, PrepBlankLineDocumentsAndShards) {
   TempDir dir;
-  write_file(dir.file("a.txt"),
-             "\n\nFirst document,\nsecond line.\n\n\nSecond document.\n \t\r\nThird\r\nwith CRLF\r\n");
+  write_file(
+      dir.file("a.txt"),
+      "\n\nFirst document,\nsecond line.\n\n\nSecond document.\n \t\r\nThird\r\nwith CRLF\r\n");
   write_file(dir.file("b.txt"), "Fourth document 😀 ends without newline");
   PrepOptions opt;
   opt.tokenizer_dir = tokenizer_dir();
@@ -367,23 +371,6 @@ TEST_F(Gpt2TokenizerTest, PrepErrors) {
   expect_error([&] { parse_doc_split("lines"); }, {"lines", "blank-line"});
   opt.tokenizer_dir = dir.path();
   expect_error([&] { prep_run(opt); }, {"encoder.json", "not found"});
-}
-
-// Not a test: a stand-in for `gossamer prep` until the CLI has the subcommand; used by
-// tests/e2e/test_tokenizer_parity.sh as
-//   GOSSAMER_PREP_OUTPUT=PREFIX GOSSAMER_PREP_INPUTS="a.txt:b.txt" test_tokenizer
-//       --gtest_also_run_disabled_tests --gtest_filter=Gpt2TokenizerTool.DISABLED_Prep
-TEST(Gpt2TokenizerTool, DISABLED_Prep) {
-  const char* out = std::getenv("GOSSAMER_PREP_OUTPUT");
-  const char* inputs = std::getenv("GOSSAMER_PREP_INPUTS");
-  ASSERT_TRUE(out && inputs) << "set GOSSAMER_PREP_OUTPUT and GOSSAMER_PREP_INPUTS";
-  PrepOptions opt;
-  opt.tokenizer_dir = tokenizer_dir();
-  opt.output_prefix = out;
-  std::stringstream ss(inputs);
-  for (std::string p; std::getline(ss, p, ':');)
-    if (!p.empty()) opt.inputs.push_back(p);
-  prep_run(opt);
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+# The command line is an interface scripts rely on: its subcommands and flags are frozen here
+# (adding one means changing this list on purpose), and docs/CONFIG.md is exactly what
+# `gossamer config-reference` prints (the reference cannot drift from the parser).
+source "$(dirname "$0")/lib.sh"
+
+flags_of() { "$GOSSAMER" "$@" --help | grep -oE '^\s+(-[a-z],)?--[a-z-]+|^\s+[a-z-]+ ' | tr -d ' ' | sort | tr '\n' ' '; }
+
+check() {
+  local name="$1" expected="$2"; shift 2
+  local got; got="$(flags_of "$@")"
+  [[ "$got" == "$expected" ]] && pass "$name flags: $got" || fail "$name flags changed: got [$got], expected [$expected]"
+}
+check "top level" "--version -h,--help bench config-reference generate prep train " 
+check "train" "--out --resume --set -c,--config -h,--help " train
+check "prep" "--docs --output --shard-tokens --tokenizer -h,--help inputs " prep
+check "generate" "--checkpoint --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
+check "bench" "--set --steps --warmup -c,--config -h,--help " bench
+
+if diff <("$GOSSAMER" config-reference) docs/CONFIG.md >/dev/null; then
+  pass "docs/CONFIG.md matches config-reference"
+else
+  fail "docs/CONFIG.md is stale: regenerate with build/bin/gossamer config-reference > docs/CONFIG.md"
+fi
+"$GOSSAMER" --version | grep -qE '^[0-9]+\.[0-9]+\.[0-9]+' && pass "version" || fail "--version"
+finish

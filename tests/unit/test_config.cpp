@@ -1,0 +1,176 @@
+// RunConfig parsing: defaults, strictness (unknown keys, wrong types), --set overrides,
+// invariants with messages naming the key, and the resolved-config round trip.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "optim/lr_schedule.h"
+#include "train/run_config.h"
+
+using namespace gossamer;
+using nlohmann::json;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string write_temp(const std::string& text) {
+  char name[] = "/tmp/gossamer-config-XXXXXX";
+  const int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  FILE* f = fdopen(fd, "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return name;
+}
+
+}  // namespace
+
+TEST(RunConfig, EmptyObjectGivesDocumentedDefaults) {
+  train::RunConfig c = train::parse_run_config(json::object(), "x.json");
+  EXPECT_EQ(c.model.family, "gpt2");
+  EXPECT_EQ(c.optimizer.name, "adamw");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 6e-4);
+  EXPECT_EQ(c.model.padded_vocab_resolved(), 50304);
+  EXPECT_NO_THROW(c.validate(1));
+}
+
+TEST(RunConfig, ValuesAreReadIntoTypedFields) {
+  json j = {{"model", {{"n_layer", 3}, {"d_model", 96}, {"n_head", 3}}},
+            {"data", {{"shuffle", false}, {"train", "a.bin,b.bin"}}},
+            {"train", {{"steps", 1e3}, {"seed", 7}}}};
+  train::RunConfig c = train::parse_run_config(j, "x.json");
+  EXPECT_EQ(c.model.n_layer, 3);
+  EXPECT_EQ(c.model.d_model, 96);
+  EXPECT_FALSE(c.data.shuffle);
+  EXPECT_EQ(c.data.train, "a.bin,b.bin");
+  EXPECT_EQ(c.train.steps, 1000);  // 1e3 is an integral number: accepted
+  EXPECT_EQ(c.train.seed, 7u);
+}
+
+TEST(RunConfig, UnknownKeysAndSectionsAreErrorsNamingTheirPath) {
+  EXPECT_NE(error_of([] { train::parse_run_config({{"optimizer", {{"lrr", 1}}}}, "r.json"); })
+                .find("r.json: optimizer.lrr: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { train::parse_run_config({{"optimiser", json::object()}}, "r.json"); })
+                .find("optimiser: unknown section"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { train::parse_run_config({{"model", 3}}, "r.json"); })
+                .find("r.json: model: expected an object"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { train::parse_run_config(json::array(), "r.json"); })
+                .find("expected a JSON object at the top level"),
+            std::string::npos);
+}
+
+TEST(RunConfig, WrongTypesAreErrorsNamingKeyExpectedAndFound) {
+  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
+  EXPECT_NE(err({{"train", {{"steps", "10"}}}}).find("train.steps: expected an integer, found string"),
+            std::string::npos);
+  EXPECT_NE(err({{"data", {{"micro_batch", 2.5}}}}).find("data.micro_batch: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(err({{"data", {{"shuffle", 1}}}}).find("data.shuffle: expected a boolean"),
+            std::string::npos);
+  EXPECT_NE(err({{"train", {{"seed", -1}}}}).find("train.seed: expected a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(err({{"model", {{"n_layer", 3e10}}}}).find("model.n_layer: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"lr", "fast"}}}}).find("optimizer.lr: expected a number"),
+            std::string::npos);
+}
+
+TEST(RunConfig, InvariantsNameTheKeys) {
+  auto invalid = [](std::function<void(train::RunConfig&)> edit, int world = 1) {
+    train::RunConfig c;
+    edit(c);
+    return error_of([&] { c.validate(world); });
+  };
+  EXPECT_NE(invalid([](auto& c) { c.model.n_head = 5; }).find("model.n_head: must divide"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.data.seq_len = 2000; }).find("data.seq_len"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.train.global_batch_tokens = 300; })
+                .find("train.global_batch_tokens"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.train.global_batch_tokens = 256 * 3; }, 2)
+                .find("ranks = 4 * 64 * 2 = 512"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.optimizer.name = "sgd"; }).find("unknown optimizer"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.schedule.decay = "step"; }).find("schedule.decay"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.kernels.gemm = "mkl"; }).find("kernels.gemm"),
+            std::string::npos);
+  EXPECT_NE(invalid([](auto& c) { c.model.padded_vocab = 100; }).find("model.padded_vocab"),
+            std::string::npos);
+  train::RunConfig ok;
+  ok.train.global_batch_tokens = 256 * 4;
+  EXPECT_EQ(ok.grad_accum_steps(1), 4);
+  EXPECT_EQ(ok.grad_accum_steps(2), 2);
+}
+
+TEST(RunConfig, FileLoadingAppliesOverridesBeforeStrictParsing) {
+  const std::string path = write_temp(R"({"optimizer": {"lr": 0.1}, "train": {"steps": 5}})");
+  train::RunConfig c = train::load_run_config(
+      path, {"optimizer.lr=3e-4", "train.out_dir=runs/x", "data.train=a.bin", "data.shuffle=false"});
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
+  EXPECT_EQ(c.train.out_dir, "runs/x");
+  EXPECT_EQ(c.data.train, "a.bin");
+  EXPECT_FALSE(c.data.shuffle);
+  EXPECT_EQ(c.train.steps, 5);
+  EXPECT_NE(error_of([&] { train::load_run_config(path, {"optimizer.lrx=1"}); })
+                .find("optimizer.lrx: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { train::load_run_config(path, {"novalue"}); }).find("KEY=VALUE"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { train::load_run_config(path, {"optimizer.lr.x=1"}); })
+                .find("is not a section"),
+            std::string::npos);
+  std::remove(path.c_str());
+  EXPECT_NE(error_of([&] { train::load_run_config(path, {}); }).find("cannot open config file"),
+            std::string::npos);
+  const std::string bad = write_temp("{\"train\": {\"steps\": 5,}}");
+  EXPECT_NE(error_of([&] { train::load_run_config(bad, {}); }).find("not valid JSON"),
+            std::string::npos);
+  std::remove(bad.c_str());
+}
+
+TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
+  train::RunConfig c;
+  c.model.n_layer = 7;
+  c.train.out_dir = "somewhere";
+  json j = train::to_json(c);
+  train::RunConfig back = train::parse_run_config(j, "resolved");
+  EXPECT_EQ(train::to_json(back), j);
+  EXPECT_EQ(back.model.n_layer, 7);
+  const std::string doc = train::config_reference_markdown();
+  for (const auto& [section, fields] : j.items())
+    for (const auto& [key, value] : fields.items())
+      EXPECT_NE(doc.find("`" + section + "." + key + "`"), std::string::npos) << section << "." << key;
+}
+
+TEST(LrSchedule, WarmupThenCosineToTheFloor) {
+  optim::ScheduleConfig s;
+  s.warmup_steps = 10;
+  s.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 0, 110), 0.1);
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 9, 110), 1.0);
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 10, 110), 1.0);
+  EXPECT_NEAR(optim::lr_at(s, 1.0, 60, 111), 0.55, 1e-12);  // half way: (1 + 0.1) / 2
+  EXPECT_NEAR(optim::lr_at(s, 1.0, 110, 111), 0.1, 1e-12);
+  s.decay = "linear";
+  EXPECT_NEAR(optim::lr_at(s, 2.0, 60, 111), 1.1, 1e-12);
+  s.decay = "constant";
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 2.0, 100, 111), 2.0);
+}
