@@ -207,3 +207,29 @@ TEST(Gpt2Errors, OutOfRangeTokensAndShapesAreRejected) {
   EXPECT_THROW(model::Gpt2(cfg, 1, 5, kernels::cpu_ops()), Error);
   EXPECT_THROW(m.backward(1.0f), Error);  // no forward with targets yet
 }
+
+TEST(Gpt2Accumulation, TwoHalfBatchesWithHalfScaleEqualOneFullBatch) {
+  model::ModelConfig cfg;
+  cfg.n_layer = 2, cfg.n_head = 2, cfg.d_model = 16, cfg.vocab_size = 97, cfg.max_seq_len = 8;
+  model::Gpt2 full(cfg, 4, 8, kernels::cpu_ops()), half(cfg, 2, 8, kernels::cpu_ops());
+  full.init_weights(11);
+  half.init_weights(11);
+  std::vector<int32_t> tok(32), tgt(32);
+  for (int i = 0; i < 32; ++i) tok[i] = (i * 13) % 97, tgt[i] = (i * 29 + 3) % 97;
+  const float loss_full = full.forward(tok.data(), tgt.data(), 4, 8);
+  full.zero_grad();
+  full.backward(1.0f);
+  half.zero_grad();
+  double loss_half = 0;
+  for (int part = 0; part < 2; ++part) {
+    loss_half += 0.5 * half.forward(tok.data() + part * 16, tgt.data() + part * 16, 2, 8);
+    half.backward(0.5f);
+  }
+  EXPECT_NEAR(loss_full, loss_half, 1e-5);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < full.grads().size(); ++i) {
+    num = std::max(num, double(std::abs(full.grads()[i] - half.grads()[i])));
+    den = std::max(den, double(std::abs(full.grads()[i])));
+  }
+  EXPECT_LT(num / den, 1e-5) << "gradient accumulation must add, not overwrite";
+}

@@ -1,0 +1,46 @@
+// Sampling: greedy picks the argmax, top-k never leaves the k best, top-p keeps the nucleus,
+// the empirical distribution follows the softmax, and a seed reproduces the draws.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/rng.h"
+#include "train/sampler.h"
+
+using namespace gossamer;
+
+TEST(Sampler, GreedyIsArgmax) {
+  const float logits[5] = {0.1f, 3.0f, -1.0f, 2.9f, 0.0f};
+  Rng rng(1);
+  EXPECT_EQ(train::sample_token(logits, 5, {0.0, 0, 1.0}, rng), 1);
+}
+
+TEST(Sampler, TopKAndTopPRestrictTheCandidates) {
+  const float logits[6] = {1.0f, 4.0f, 3.9f, 0.5f, 3.8f, -2.0f};
+  Rng rng(2);
+  for (int i = 0; i < 2000; ++i) {
+    const int t = train::sample_token(logits, 6, {1.0, 2, 1.0}, rng);
+    ASSERT_TRUE(t == 1 || t == 2) << t;
+  }
+  // Probabilities ~ (0.02, 0.36, 0.33, 0.01, 0.30, 0.00): top_p 0.5 keeps tokens 1 and 2.
+  for (int i = 0; i < 2000; ++i) {
+    const int t = train::sample_token(logits, 6, {1.0, 0, 0.5}, rng);
+    ASSERT_TRUE(t == 1 || t == 2) << t;
+  }
+}
+
+TEST(Sampler, FrequenciesFollowTheSoftmaxAndSeedsReproduce) {
+  const float logits[3] = {0.0f, std::log(2.0f), std::log(5.0f)};  // p = 1/8, 2/8, 5/8
+  Rng a(3), b(3);
+  int counts[3] = {};
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) {
+    const int t = train::sample_token(logits, 3, {}, a);
+    ASSERT_EQ(t, train::sample_token(logits, 3, {}, b));
+    ++counts[t];
+  }
+  EXPECT_NEAR(counts[0] / double(n), 0.125, 0.01);
+  EXPECT_NEAR(counts[1] / double(n), 0.25, 0.01);
+  EXPECT_NEAR(counts[2] / double(n), 0.625, 0.01);
+}
