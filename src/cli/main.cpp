@@ -15,7 +15,7 @@
 #include "data/gpt2_tokenizer.h"
 #include "data/prep.h"
 #include "kernels/ops.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "train/bench_train.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
@@ -59,13 +59,13 @@ int cmd_generate(const GenerateArgs& a) {
   const auto tok = data::Gpt2Tokenizer::load(a.tokenizer.empty() ? config.data.tokenizer
                                                                   : a.tokenizer);
   GOSSAMER_CHECK(a.tokens >= 1, "--tokens: must be >= 1, found %d", a.tokens);
-  model::Gpt2 model(config.model, 1, config.model.max_seq_len, kernels::cpu_ops());
-  train::load_model_weights(ckpt, model);
+  auto model = model::make_model(config.model, 1, config.model.max_seq_len, kernels::cpu_ops());
+  train::load_model_weights(ckpt, *model);
   std::vector<int32_t> prompt = {int32_t(tok.eot_token())};
   for (uint32_t t : tok.encode(a.prompt)) prompt.push_back(int32_t(t));
   Rng rng(a.seed);
   std::fputs(a.prompt.c_str(), stdout);
-  train::generate(model, prompt, a.tokens, a.sampling, rng, [&](int32_t t) {
+  train::generate(*model, prompt, a.tokens, a.sampling, rng, [&](int32_t t) {
     const uint32_t id = uint32_t(t);
     std::fputs(tok.decode(std::span<const uint32_t>(&id, 1)).c_str(), stdout);
     std::fflush(stdout);

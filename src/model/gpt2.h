@@ -8,50 +8,45 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 
 #include "core/buffer.h"
-#include "kernels/ops.h"
-#include "model/model_config.h"
-#include "model/param_layout.h"
+#include "model/model.h"
 
 namespace gossamer::model {
 
-// Called with [begin, end) element offsets of the gradient buffer once they are final.
-using GradReadyHook = std::function<void(size_t begin, size_t end)>;
-
-class Gpt2 {
+class Gpt2 final : public Model {
  public:
   Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops);
 
-  const ModelConfig& config() const { return cfg_; }
-  const ParamLayout& layout() const { return layout_; }
-  std::span<float> params() { return params_.span(); }
-  std::span<const float> params() const { return params_.span(); }
-  std::span<float> grads() { return grads_.span(); }
-  std::span<const float> grads() const { return grads_.span(); }
-  int max_batch() const { return max_B_; }
-  int max_seq() const { return max_T_; }
+  const ModelConfig& config() const override { return cfg_; }
+  const ParamLayout& layout() const override { return layout_; }
+  std::span<float> params() override { return params_.span(); }
+  std::span<const float> params() const override { return params_.span(); }
+  std::span<float> grads() override { return grads_.span(); }
+  std::span<const float> grads() const override { return grads_.span(); }
+  int max_batch() const override { return max_B_; }
+  int max_seq() const override { return max_T_; }
 
   // GPT-2 initialisation from `seed`: weights and embeddings ~ N(0, init_std), residual
   // projections ~ N(0, init_std / sqrt(2 n_layer)), biases 0, norm gains 1, padded rows 0.
-  void init_weights(uint64_t seed);
+  void init_weights(uint64_t seed) override;
 
   // Forward pass on tokens (B,T). With targets (B,T) it returns the mean cross-entropy over
   // the B*T positions and prepares backward(); without targets it leaves the logits (B,T,Vp)
   // readable through logits() and returns 0. Throws on out-of-range tokens or shapes.
-  float forward(const int32_t* tokens, const int32_t* targets, int B, int T);
-  const float* logits() const { return logits_.data(); }
+  float forward(const int32_t* tokens, const int32_t* targets, int B, int T) override;
+  const float* logits() const override { return logits_.data(); }
 
-  void zero_grad();
+  void zero_grad() override;
   // Accumulates d(grad_scale * loss)/d(params) into grads() (+=). Requires a forward with
   // targets. hook (optional) sees every range of final gradients in buffer order.
-  void backward(float grad_scale, const GradReadyHook& hook = {});
+  void backward(float grad_scale, const GradReadyHook& hook) override;
+  using Model::backward;
 
   // Parameters counted for the FLOP estimate 6N + 6LCT per token: all parameters except the
   // position embedding and the padded vocabulary rows.
-  size_t num_flop_params() const;
+  size_t num_flop_params() const override;
 
  private:
   struct LayerOffsets {

@@ -13,7 +13,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "kernels/cpu/gemm.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "train/peak_flops.h"
 #include "train/trainer.h"
 
@@ -24,7 +24,8 @@ int run_train_bench(RunConfig config, const BenchOptions& options) {
   configure_cpu_kernels(config.kernels);
   const auto& ops = kernels::cpu_ops();
   const int B = config.data.micro_batch, T = config.data.seq_len;
-  model::Gpt2 model(config.model, B, T, ops);
+  auto model_ptr = model::make_model(config.model, B, T, ops);
+  model::Model& model = *model_ptr;
   model.init_weights(config.train.seed);
   auto optimizer = optim::make_optimizer(config.optimizer, model.layout(), ops);
 
@@ -35,8 +36,7 @@ int run_train_bench(RunConfig config, const BenchOptions& options) {
     targets[i] = int32_t(rng.below(config.model.vocab_size));
   }
   const double peak = measure_peak_gflops(config.model.d_model);
-  const double flops_per_token = 6.0 * double(model.num_flop_params()) +
-                                 6.0 * config.model.n_layer * config.model.d_model * double(T);
+  const double flops_per_token = model::flops_per_token(model, T);
 
   std::vector<double> step_s, fwd_s, bwd_s, opt_s;
   float loss = 0;

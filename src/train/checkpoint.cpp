@@ -67,7 +67,7 @@ T json_field(const json& j, const char* key, const fs::path& file) {
 }
 }  // namespace
 
-std::string save_checkpoint(const std::string& run_dir, const model::Gpt2& model,
+std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const json& config) {
   const fs::path dir = fs::path(run_dir) / "checkpoints";
@@ -138,7 +138,7 @@ std::string resolve_checkpoint(const std::string& path) {
   return all.back().second.string();
 }
 
-void load_model_weights(const std::string& checkpoint_dir, model::Gpt2& model) {
+void load_model_weights(const std::string& checkpoint_dir, model::Model& model) {
   const std::string file = (fs::path(checkpoint_dir) / "model.safetensors").string();
   SafetensorsReader reader(file);
   float* p = model.params().data();

@@ -14,7 +14,7 @@
 
 #include "core/rng.h"
 #include "data/loader.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 
 namespace gossamer::train {
@@ -27,7 +27,7 @@ struct TrainerState {
 };
 
 // Writes a checkpoint for `state.step` under run_dir/checkpoints and returns its path.
-std::string save_checkpoint(const std::string& run_dir, const model::Gpt2& model,
+std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const nlohmann::json& config);
 
@@ -39,7 +39,7 @@ void prune_checkpoints(const std::string& run_dir, int64_t keep);
 std::string resolve_checkpoint(const std::string& path);
 
 // Loads parameters into the model (shapes must match the model's layout).
-void load_model_weights(const std::string& checkpoint_dir, model::Gpt2& model);
+void load_model_weights(const std::string& checkpoint_dir, model::Model& model);
 // Loads optimizer state (names and sizes must match) and the trainer state.
 void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
                          TrainerState& state);

@@ -5,7 +5,7 @@
 
 namespace gossamer::train {
 
-EvalResult evaluate(model::Gpt2& model, data::DataLoader& loader, int B, int64_t batches,
+EvalResult evaluate(model::Model& model, data::DataLoader& loader, int B, int64_t batches,
                     int32_t* inputs, int32_t* targets) {
   const int64_t available = int64_t(loader.num_windows() / B);
   const int64_t n = batches == 0 ? available : std::min(batches, available);

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "data/loader.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 
 namespace gossamer::train {
 
@@ -15,7 +15,7 @@ struct EvalResult {
 };
 
 // batches == 0: every complete micro-batch of the loader's first epoch.
-EvalResult evaluate(model::Gpt2& model, data::DataLoader& loader, int B, int64_t batches,
+EvalResult evaluate(model::Model& model, data::DataLoader& loader, int B, int64_t batches,
                     int32_t* inputs, int32_t* targets);
 
 }  // namespace gossamer::train

@@ -38,7 +38,7 @@ int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Rng
   return idx[keep - 1];
 }
 
-std::vector<int32_t> generate(model::Gpt2& model, std::vector<int32_t> prompt, int n_new,
+std::vector<int32_t> generate(model::Model& model, std::vector<int32_t> prompt, int n_new,
                               const SamplingOptions& opt, Rng& rng,
                               const std::function<void(int32_t)>& on_token) {
   GOSSAMER_CHECK(!prompt.empty(), "generate: the prompt must hold at least one token");

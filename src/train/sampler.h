@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 
 namespace gossamer::train {
 
@@ -23,7 +23,7 @@ int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Rng
 
 // Appends n_new sampled tokens to `prompt` (non-empty) and returns the new tokens. on_token
 // (optional) sees each token as it is produced, for streaming output.
-std::vector<int32_t> generate(model::Gpt2& model, std::vector<int32_t> prompt, int n_new,
+std::vector<int32_t> generate(model::Model& model, std::vector<int32_t> prompt, int n_new,
                               const SamplingOptions& opt, Rng& rng,
                               const std::function<void(int32_t)>& on_token = {});
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -18,7 +19,7 @@
 #include "data/loader.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -102,7 +103,8 @@ int run_training(RunConfig config, const std::string& resume_path) {
   std::optional<data::Gpt2Tokenizer> tokenizer;
   if (tc.sample_every > 0) tokenizer = data::Gpt2Tokenizer::load(d.tokenizer);
 
-  model::Gpt2 model(config.model, B, T, ops);
+  auto model_ptr = model::make_model(config.model, B, T, ops);
+  model::Model& model = *model_ptr;
   model.init_weights(tc.seed);
   auto optimizer = optim::make_optimizer(config.optimizer, model.layout(), ops);
 
@@ -128,12 +130,11 @@ int run_training(RunConfig config, const std::string& resume_path) {
 
   const double peak = config.metrics.peak_gflops > 0 ? config.metrics.peak_gflops
                                                      : measure_peak_gflops(config.model.d_model);
-  const double flops_per_token =
-      6.0 * double(model.num_flop_params()) +
-      6.0 * config.model.n_layer * config.model.d_model * double(T);
-  log_info("model: gpt2, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
+  const double flops_per_token = model::flops_per_token(model, T);
+  log_info("model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
            "(padded %d)",
-           model.layout().total(), model.layout().total() / 1e6, config.model.n_layer,
+           config.model.family.c_str(), model.layout().total(), model.layout().total() / 1e6,
+           config.model.n_layer,
            config.model.d_model, config.model.n_head, config.model.vocab_size,
            config.model.padded_vocab_resolved());
   log_info("data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "

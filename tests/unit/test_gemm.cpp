@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -75,6 +76,28 @@ bool same_bits(T a, T b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
+// How a product is computed: one implementation directly (gemm_with_impl), or gemm<T>() under a
+// process-wide backend (which then routes by its rule).
+struct Runner {
+  std::optional<GemmImpl> impl;
+  GemmBackend backend = GemmBackend::GEMM_BACKEND_AUTO;
+  std::string name() const {
+    return impl ? std::string("impl ") + gemm_impl_name(*impl)
+                : std::string("backend ") + gemm_backend_name(backend);
+  }
+};
+
+// Every implementation directly, and every backend through gemm<float>().
+std::vector<Runner> all_float_runners() {
+  std::vector<Runner> r;
+  for (GemmImpl impl : {GemmImpl::GEMM_IMPL_OPENBLAS, GemmImpl::GEMM_IMPL_ONEDNN_MATMUL,
+                        GemmImpl::GEMM_IMPL_ONEDNN_SGEMM}) {
+    r.push_back({impl});
+  }
+  for (GemmBackend be : kBackends) r.push_back({std::nullopt, be});
+  return r;
+}
+
 // Reference precision: double for float (products of floats are exact in double and the sum's
 // error is ~2^29 times below float's), long double for double.
 template <class T>
@@ -119,13 +142,22 @@ struct Problem {
 
   // Runs gemm on a buffer with guard bands around C and sentinels in its row padding.
   // beta == 0: C must not be read (BLAS semantics), so it starts as NaN.
-  std::vector<T> run(T alpha, T beta) const {
+  std::vector<T> run(T alpha, T beta, const Runner& how) const {
     std::vector<T> C(size_t(M) * ldc + 2 * kGuard, sentinel<T>());
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j)
         C[kGuard + size_t(i) * ldc + j] =
             beta == T(0) ? std::numeric_limits<T>::quiet_NaN() : Cin[size_t(i) * N + j];
-    gemm<T>(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data() + kGuard, ldc);
+    T* c = C.data() + kGuard;
+    if constexpr (std::is_same_v<T, float>) {
+      if (how.impl) {
+        gemm_with_impl(*how.impl, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, c,
+                       ldc);
+        return C;
+      }
+    }
+    gemm_set_backend(how.backend);
+    gemm<T>(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, c, ldc);
     return C;
   }
 
@@ -163,25 +195,24 @@ struct Problem {
   }
 };
 
-std::string describe(GemmBackend be, bool ta, bool tb, Shape s, int pad, double alpha,
+std::string describe(const Runner& how, bool ta, bool tb, Shape s, int pad, double alpha,
                      double beta) {
-  return strprintf("[%s ta=%d tb=%d %dx%dx%d pad=%d alpha=%g beta=%g]", gemm_backend_name(be), ta,
-                   tb, s.M, s.N, s.K, pad, alpha, beta);
+  return strprintf("[%s ta=%d tb=%d %dx%dx%d pad=%d alpha=%g beta=%g]", how.name().c_str(), ta, tb,
+                   s.M, s.N, s.K, pad, alpha, beta);
 }
 
-// Every (alpha, beta) of the product on every backend (float) or on OpenBLAS (double); each
-// call is repeated and must give the same bits (determinism).
+// Every (alpha, beta) of the product on every runner; each call is repeated and must give the
+// same bits (determinism).
 template <class T>
-void check_all(const Problem<T>& p, Shape s, int pad, const std::vector<GemmBackend>& backends,
+void check_all(const Problem<T>& p, Shape s, int pad, const std::vector<Runner>& runners,
                const std::vector<T>& alphas, const std::vector<T>& betas) {
-  for (GemmBackend be : backends) {
-    gemm_set_backend(be);
+  for (const Runner& how : runners) {
     for (T beta : betas) {
       for (T alpha : alphas) {
-        const std::string what = describe(be, p.ta, p.tb, s, pad, alpha, beta);
-        const std::vector<T> c1 = p.run(alpha, beta);
+        const std::string what = describe(how, p.ta, p.tb, s, pad, alpha, beta);
+        const std::vector<T> c1 = p.run(alpha, beta, how);
         p.check(c1, alpha, beta, what);
-        const std::vector<T> c2 = p.run(alpha, beta);
+        const std::vector<T> c2 = p.run(alpha, beta, how);
         ASSERT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(T)))
             << what << " not bitwise reproducible";
       }
@@ -189,40 +220,42 @@ void check_all(const Problem<T>& p, Shape s, int pad, const std::vector<GemmBack
   }
 }
 
-TEST_F(GemmTest, FloatAllBackendsTransposesAlphaBetaPadding) {
-  const std::vector<GemmBackend> backends(std::begin(kBackends), std::end(kBackends));
+TEST_F(GemmTest, FloatAllImplsAndBackendsTransposesAlphaBetaPadding) {
   uint32_t seed = 1;
   for (Shape s : kShapes) {
     for (int pad : {0, 3}) {
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
           const Problem<float> p(ta, tb, s, pad, seed += 3);
-          check_all<float>(p, s, pad, backends, {1.0f, 0.5f}, {0.0f, 1.0f});
+          check_all<float>(p, s, pad, all_float_runners(), {1.0f, 0.5f}, {0.0f, 1.0f});
         }
       }
     }
   }
 }
 
-TEST_F(GemmTest, FloatUnusualAlphaBetaFallBackCorrectly) {
+// alpha and beta that the backends route to OpenBLAS; each implementation must still get them
+// right when called directly (alpha = 0: A and B are not needed; beta = 0 covered above).
+TEST_F(GemmTest, FloatUnusualAlphaBeta) {
   uint32_t seed = 1000;
   for (Shape s : {Shape{7, 13, 5}, Shape{130, 70, 65}}) {
     const Problem<float> p(false, true, s, 2, seed += 3);
-    check_all<float>(p, s, 2, {GemmBackend::GEMM_BACKEND_ONEDNN, GemmBackend::GEMM_BACKEND_AUTO},
-                     {-2.0f, 0.0f}, {0.25f, -1.0f});
+    check_all<float>(p, s, 2, all_float_runners(), {-2.0f, 0.0f}, {0.25f, -1.0f});
   }
 }
 
 TEST_F(GemmTest, DoubleMatchesReference) {
   uint32_t seed = 2000;
+  // double always runs on OpenBLAS, whatever the backend.
+  const std::vector<Runner> runners = {{std::nullopt, GemmBackend::GEMM_BACKEND_ONEDNN},
+                                       {std::nullopt, GemmBackend::GEMM_BACKEND_OPENBLAS}};
   for (Shape s : kShapes) {
     if (s.N > 10000) s.M = 5;  // keep the long-double reference quick
     for (int pad : {0, 3}) {
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
           const Problem<double> p(ta, tb, s, pad, seed += 3);
-          // double always runs on OpenBLAS, whatever the backend.
-          check_all<double>(p, s, pad, {GemmBackend::GEMM_BACKEND_ONEDNN}, {1.0, 0.5}, {0.0, 1.0});
+          check_all<double>(p, s, pad, runners, {1.0, 0.5}, {0.0, 1.0});
         }
       }
     }
@@ -245,8 +278,42 @@ TEST_F(GemmTest, EmptyDimensions) {
   }
 }
 
+// Results must not depend on where the buffers sit in memory (some BLAS take alignment-dependent
+// code paths); bitwise reproducibility of a training run relies on this too.
+TEST_F(GemmTest, ResultsDoNotDependOnAlignment) {
+  uint32_t seed = 4000;
+  for (GemmImpl impl : {GemmImpl::GEMM_IMPL_OPENBLAS, GemmImpl::GEMM_IMPL_ONEDNN_MATMUL,
+                        GemmImpl::GEMM_IMPL_ONEDNN_SGEMM}) {
+    for (Shape s : {Shape{130, 70, 65}, Shape{256, 384, 128}, Shape{64, 96, 1100}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          const Problem<float> p(ta, tb, s, 0, seed += 3);
+          std::vector<float> first;
+          for (int offset : {0, 1, 3, 16}) {
+            std::vector<float> a(offset + p.A.size()), b(offset + p.B.size()),
+                c(offset + p.Cin.size());
+            std::copy(p.A.begin(), p.A.end(), a.begin() + offset);
+            std::copy(p.B.begin(), p.B.end(), b.begin() + offset);
+            std::copy(p.Cin.begin(), p.Cin.end(), c.begin() + offset);
+            gemm_with_impl(impl, ta, tb, s.M, s.N, s.K, 1.0f, a.data() + offset, p.lda,
+                           b.data() + offset, p.ldb, 1.0f, c.data() + offset, p.ldc);
+            std::vector<float> out(c.begin() + offset, c.end());
+            if (offset == 0) {
+              first = out;
+            } else {
+              EXPECT_EQ(0, std::memcmp(first.data(), out.data(), out.size() * sizeof(float)))
+                  << gemm_impl_name(impl) << " ta=" << ta << " tb=" << tb << " " << s.M << "x"
+                  << s.N << "x" << s.K << ": result changes with buffer offset " << offset;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Cached primitives, per-thread streams and scratchpads under concurrent use.
 TEST_F(GemmTest, ConcurrentCallsFromSeveralThreads) {
-  gemm_set_backend(GemmBackend::GEMM_BACKEND_ONEDNN);
   std::vector<Problem<float>> problems;
   for (int t = 0; t < 4; ++t) {
     problems.emplace_back(t % 2 == 1, t >= 2, Shape{96 + t, 80, 70}, t % 2, 3000 + 3 * t);
@@ -255,7 +322,8 @@ TEST_F(GemmTest, ConcurrentCallsFromSeveralThreads) {
   std::vector<std::thread> threads;
   for (size_t t = 0; t < problems.size(); ++t) {
     threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 20; ++rep) results[t] = problems[t].run(1.0f, float(t % 2));
+      const Runner how{GemmImpl::GEMM_IMPL_ONEDNN_MATMUL};
+      for (int rep = 0; rep < 20; ++rep) results[t] = problems[t].run(1.0f, float(t % 2), how);
     });
   }
   for (auto& th : threads) th.join();
@@ -279,23 +347,28 @@ TEST_F(GemmTest, BackendNamesAndSelection) {
   EXPECT_THROW(gemm_backend_from_string("cuda"), Error);
   EXPECT_THROW(gemm_backend_from_string(""), Error);
 
-  gemm_set_backend(GemmBackend::GEMM_BACKEND_ONEDNN);
-  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 1.0f, 0.0f),
-            GemmBackend::GEMM_BACKEND_ONEDNN);
-  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 1.0f, 1.0f),
-            GemmBackend::GEMM_BACKEND_ONEDNN);
-  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 0.5f, 0.0f),
-            GemmBackend::GEMM_BACKEND_OPENBLAS);
-  EXPECT_EQ(gemm_backend_for(false, true, 64, 64, 64, 1.0f, 0.5f),
-            GemmBackend::GEMM_BACKEND_OPENBLAS);
+  using enum GemmImpl;
   gemm_set_backend(GemmBackend::GEMM_BACKEND_OPENBLAS);
-  EXPECT_EQ(gemm_backend_for(false, true, 4096, 4096, 4096, 1.0f, 0.0f),
-            GemmBackend::GEMM_BACKEND_OPENBLAS);
-  gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
-  for (Shape s : kShapes) {
-    const GemmBackend got = gemm_backend_for(false, true, s.M, s.N, s.K, 1.0f, 0.0f);
-    EXPECT_TRUE(got == GemmBackend::GEMM_BACKEND_OPENBLAS ||
-                got == GemmBackend::GEMM_BACKEND_ONEDNN);
+  EXPECT_EQ(gemm_impl_for(false, true, 4096, 4096, 4096, 1.0f, 0.0f), GEMM_IMPL_OPENBLAS);
+  for (GemmBackend be : {GemmBackend::GEMM_BACKEND_ONEDNN, GemmBackend::GEMM_BACKEND_AUTO}) {
+    gemm_set_backend(be);
+    // Unusual alpha/beta and K == 0 go to OpenBLAS on every backend.
+    EXPECT_EQ(gemm_impl_for(false, true, 512, 512, 512, 0.5f, 0.0f), GEMM_IMPL_OPENBLAS);
+    EXPECT_EQ(gemm_impl_for(false, true, 512, 512, 512, 1.0f, 0.5f), GEMM_IMPL_OPENBLAS);
+    EXPECT_EQ(gemm_impl_for(false, true, 512, 512, 0, 1.0f, 1.0f), GEMM_IMPL_OPENBLAS);
+    for (Shape s : kShapes) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          const GemmImpl impl = gemm_impl_for(ta, tb, s.M, s.N, s.K, 1.0f, 0.0f);
+          // The ONEDNN backend never leaves oneDNN for alpha = 1, beta in {0,1}.
+          if (be == GemmBackend::GEMM_BACKEND_ONEDNN) {
+            EXPECT_NE(impl, GEMM_IMPL_OPENBLAS);
+          }
+          // The rule depends on the arguments only.
+          EXPECT_EQ(impl, gemm_impl_for(ta, tb, s.M, s.N, s.K, 1.0f, 0.0f));
+        }
+      }
+    }
   }
 
   const std::string d = gemm_describe();

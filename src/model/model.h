@@ -1,0 +1,56 @@
+// Model: the single-device interface the training loop, evaluation, sampling and checkpoints
+// use, whatever the architecture. A model owns flat parameter and gradient buffers described
+// by its ParamLayout, runs forward/backward over the op table, and reports final gradient
+// ranges through the hook during backward. It knows nothing about ranks, files or optimizers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "kernels/ops.h"
+#include "model/model_config.h"
+#include "model/param_layout.h"
+
+namespace gossamer::model {
+
+// Called with [begin, end) element offsets of the gradient buffer once they are final.
+using GradReadyHook = std::function<void(size_t begin, size_t end)>;
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const ParamLayout& layout() const = 0;
+  virtual std::span<float> params() = 0;
+  virtual std::span<const float> params() const = 0;
+  virtual std::span<float> grads() = 0;
+  virtual std::span<const float> grads() const = 0;
+  virtual int max_batch() const = 0;
+  virtual int max_seq() const = 0;
+
+  // Deterministic initialisation from a seed.
+  virtual void init_weights(uint64_t seed) = 0;
+  // Forward on tokens (B,T). With targets (B,T): returns the mean cross-entropy and prepares
+  // backward(). Without: leaves logits (B,T,Vp) readable through logits() and returns 0.
+  virtual float forward(const int32_t* tokens, const int32_t* targets, int B, int T) = 0;
+  virtual const float* logits() const = 0;
+  virtual void zero_grad() = 0;
+  // grads += d(grad_scale * loss)/d(params); hook sees each final range in buffer order.
+  virtual void backward(float grad_scale, const GradReadyHook& hook) = 0;
+  void backward(float grad_scale) { backward(grad_scale, {}); }
+
+  // Parameters counted by the FLOP estimate (all but position embeddings and padding rows).
+  virtual size_t num_flop_params() const = 0;
+};
+
+// Training FLOPs per token, the standard estimate 6N + 6LCT (N = num_flop_params()).
+double flops_per_token(const Model& model, int seq_len);
+
+// Builds the model of config.family; throws naming model.family when unknown.
+std::unique_ptr<Model> make_model(const ModelConfig& config, int max_batch, int max_seq,
+                                  const kernels::OpTable& ops);
+
+}  // namespace gossamer::model
