@@ -24,7 +24,6 @@
 #include "core/error.h"
 #include "kernels/cpu/gemm.h"
 
-using gossamer::kernels::cpu::gemm;
 using gossamer::kernels::cpu::GemmBackend;
 namespace cpu = gossamer::kernels::cpu;
 
@@ -65,7 +64,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
-      GOSSAMER_CHECK(i + 1 < argc, "bench_gemm: %s needs a value", a.c_str());
+      GOSSAMER_CHECK(i + 1 < argc, "%s needs a value", a.c_str());
       return argv[++i];
     };
     if (a == "--bt") {
@@ -86,7 +85,7 @@ Options parse(int argc, char** argv) {
       o.mixed = true;
     } else {
       gossamer::fail(
-          "bench_gemm: unknown argument '%s' (see the comment at the top of "
+          "unknown argument '%s' (see the comment at the top of "
           "bench/bench_gemm.cpp)",
           a.c_str());
     }
@@ -122,7 +121,7 @@ std::vector<Shape> layer_shapes(const std::string& layer, int bt, int c) {
   } else if (layer == "lmhead") {
     oc = kVp;
   } else {
-    gossamer::fail("bench_gemm: unknown layer '%s' (qkv|attproj|fc|fcproj|lmhead)", layer.c_str());
+    gossamer::fail("unknown layer '%s' (qkv|attproj|fc|fcproj|lmhead)", layer.c_str());
   }
   return {
       {layer + ".fwd", false, true, bt, oc, ic, 0.0f},    // out = inp * W^T
@@ -202,19 +201,20 @@ double check(const Shape& s, const Buffers& buf) {
   return worst;
 }
 
-void call(const Shape& s, Buffers& buf) {
-  gemm<float>(s.ta, s.tb, s.M, s.N, s.K, 1.0f, buf.a.data(), s.lda(), buf.b.data(), s.ldb(), s.beta,
-              buf.c.data(), s.N);
+using cpu::GemmImpl;
+const GemmImpl kImpls[] = {GemmImpl::GEMM_IMPL_OPENBLAS, GemmImpl::GEMM_IMPL_ONEDNN_MATMUL,
+                           GemmImpl::GEMM_IMPL_ONEDNN_SGEMM};
+constexpr int kNumImpls = 3;
+
+void call(GemmImpl impl, const Shape& s, Buffers& buf) {
+  cpu::gemm_with_impl(impl, s.ta, s.tb, s.M, s.N, s.K, 1.0f, buf.a.data(), s.lda(), buf.b.data(),
+                      s.ldb(), s.beta, buf.c.data(), s.N);
 }
 
-const GemmBackend kBackends[] = {GemmBackend::GEMM_BACKEND_OPENBLAS,
-                                 GemmBackend::GEMM_BACKEND_ONEDNN};
-constexpr int kNumBackends = 2;
-
 struct Result {
-  double ms[kNumBackends] = {};
-  double err[kNumBackends] = {};
-  bool ok[kNumBackends] = {};
+  double ms[kNumImpls] = {};
+  double err[kNumImpls] = {};
+  bool ok[kNumImpls] = {};
   int reps = 0;
 };
 
@@ -229,35 +229,38 @@ Result measure(const Shape& s, const Options& o) {
   buf.c = buf.c0;
   Result r;
   double first_s = 0.0;
-  for (int b = 0; b < kNumBackends; ++b) {
-    cpu::gemm_set_backend(kBackends[b]);
+  for (int i = 0; i < kNumImpls; ++i) {
     std::copy(buf.c0.begin(), buf.c0.end(), buf.c.begin());
-    call(s, buf);  // warm-up 1 (creates the oneDNN primitive) and correctness check
-    r.err[b] = check(s, buf);
-    r.ok[b] = r.err[b] <= 1.0;
+    call(kImpls[i], s, buf);  // warm-up 1 (creates the oneDNN primitive) and correctness check
+    r.err[i] = check(s, buf);
+    r.ok[i] = r.err[i] <= 1.0;
     const double t0 = now_s();
-    call(s, buf);  // warm-up 2, timed to choose the repeat count
+    call(kImpls[i], s, buf);  // warm-up 2, timed to choose the repeat count
     first_s = std::max(first_s, now_s() - t0);
   }
   r.reps = std::clamp(int(o.seconds / std::max(first_s, 1e-9)), o.min_reps, o.max_reps);
-  std::vector<double> times[kNumBackends];
+  std::vector<double> times[kNumImpls];
   for (int rep = 0; rep < r.reps; ++rep) {
-    for (int b = 0; b < kNumBackends; ++b) {  // alternate: machine drift hits both alike
-      cpu::gemm_set_backend(kBackends[b]);
+    for (int i = 0; i < kNumImpls; ++i) {  // round robin: machine drift hits all alike
       const double t0 = now_s();
-      call(s, buf);  // beta = 1 keeps accumulating into C: fine for timing
-      times[b].push_back(now_s() - t0);
+      call(kImpls[i], s, buf);  // beta = 1 keeps accumulating into C: fine for timing
+      times[i].push_back(now_s() - t0);
     }
   }
-  for (int b = 0; b < kNumBackends; ++b) r.ms[b] = median(times[b]) * 1e3;
+  for (int i = 0; i < kNumImpls; ++i) r.ms[i] = median(times[i]) * 1e3;
   return r;
 }
 
+int impl_index(GemmImpl impl) {
+  for (int i = 0; i < kNumImpls; ++i)
+    if (kImpls[i] == impl) return i;
+  return 0;
+}
+
 // A training-like pattern: each gemm is followed by an OpenMP loop over its output (bias, GELU,
-// residual...). Reports ms per (gemm + loop) per backend.
+// residual...). Reports ms per (gemm + loop) per implementation.
 void run_mixed(const Options& o) {
-  std::printf(
-      "| BT | C | gemm | backend | ms per gemm+omp-loop | loop alone ms | gemm alone ms |\n");
+  std::printf("| BT | C | gemm | impl | gemm+loop ms | loop alone ms | gemm alone ms |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (int bt : o.bts) {
     for (int c : o.cs) {
@@ -274,14 +277,13 @@ void run_mixed(const Options& o) {
 #pragma omp parallel for schedule(static)
           for (size_t i = 0; i < act.size(); ++i) act[i] = 0.5f * buf.c[i] * (1.0f + buf.c[i]);
         };
-        for (GemmBackend be : kBackends) {
-          cpu::gemm_set_backend(be);
-          for (int w = 0; w < 2; ++w) call(s, buf), loop();
+        for (GemmImpl impl : kImpls) {
+          for (int w = 0; w < 2; ++w) call(impl, s, buf), loop();
           const int reps = 20;
           std::vector<double> both, loop_only, gemm_only;
           for (int r = 0; r < reps; ++r) {
             double t0 = now_s();
-            call(s, buf);
+            call(impl, s, buf);
             loop();
             both.push_back(now_s() - t0);
           }
@@ -292,11 +294,11 @@ void run_mixed(const Options& o) {
           }
           for (int r = 0; r < reps; ++r) {
             double t0 = now_s();
-            call(s, buf);
+            call(impl, s, buf);
             gemm_only.push_back(now_s() - t0);
           }
           std::printf("| %d | %d | %s %dx%dx%d | %s | %.3f | %.3f | %.3f |\n", bt, c,
-                      s.name.c_str(), s.M, s.N, s.K, cpu::gemm_backend_name(be), median(both) * 1e3,
+                      s.name.c_str(), s.M, s.N, s.K, cpu::gemm_impl_name(impl), median(both) * 1e3,
                       median(loop_only) * 1e3, median(gemm_only) * 1e3);
           std::fflush(stdout);
         }
@@ -318,12 +320,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::printf(
-        "| BT | C | gemm | ta tb beta | M x N x K | GFLOP | openblas ms | GF/s | onednn ms "
-        "| GF/s | faster | auto | reps |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    double best[kNumBackends] = {};
-    std::string best_shape[kNumBackends];
-    double total_ms[kNumBackends] = {}, total_auto = 0.0, total_oracle = 0.0;
+        "| BT | C | gemm | ta tb beta | M x N x K | GFLOP | openblas ms | GF/s | "
+        "onednn-matmul ms | GF/s | onednn-sgemm ms | GF/s | fastest | onednn picks | "
+        "auto picks | reps |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    double best[kNumImpls] = {}, total_ms[kNumImpls] = {};
+    std::string best_shape[kNumImpls];
+    double total_auto = 0.0, total_onednn = 0.0, total_oracle = 0.0;
     int wrong = 0, auto_misses = 0, rows = 0;
     struct Job {
       int bt, c;
@@ -342,56 +345,61 @@ int main(int argc, char** argv) {
             for (const Shape& s : layer_shapes(layer, bt, c)) jobs.push_back({bt, c, s});
     }
     for (const Job& job : jobs) {
-      const int bt = job.bt, c = job.c;
       const Shape& s = job.s;
       const Result r = measure(s, o);
-      cpu::gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
-      const GemmBackend pick = cpu::gemm_backend_for(s.ta, s.tb, s.M, s.N, s.K, 1.0f, s.beta);
-      const int pick_i = pick == GemmBackend::GEMM_BACKEND_ONEDNN ? 1 : 0;
-      double gfs[kNumBackends];
+      auto pick = [&](GemmBackend be) {
+        cpu::gemm_set_backend(be);
+        return cpu::gemm_impl_for(s.ta, s.tb, s.M, s.N, s.K, 1.0f, s.beta);
+      };
+      const int auto_i = impl_index(pick(GemmBackend::GEMM_BACKEND_AUTO));
+      const int onednn_i = impl_index(pick(GemmBackend::GEMM_BACKEND_ONEDNN));
+      double gfs[kNumImpls];
       int fastest = -1;
-      for (int b = 0; b < kNumBackends; ++b) {
-        gfs[b] = s.gflop() / (r.ms[b] * 1e-3);
-        if (!r.ok[b]) {
+      for (int i = 0; i < kNumImpls; ++i) {
+        gfs[i] = s.gflop() / (r.ms[i] * 1e-3);
+        if (!r.ok[i]) {
           ++wrong;
           continue;
         }
-        total_ms[b] += r.ms[b];
-        if (gfs[b] > best[b]) {
-          best[b] = gfs[b];
-          best_shape[b] =
-              gossamer::strprintf("BT=%d C=%d %s %dx%dx%d", bt, c, s.name.c_str(), s.M, s.N, s.K);
+        total_ms[i] += r.ms[i];
+        if (gfs[i] > best[i]) {
+          best[i] = gfs[i];
+          best_shape[i] = gossamer::strprintf("BT=%d C=%d %s %dx%dx%d", job.bt, job.c,
+                                              s.name.c_str(), s.M, s.N, s.K);
         }
-        if (fastest < 0 || r.ms[b] < r.ms[fastest]) fastest = b;
+        if (fastest < 0 || r.ms[i] < r.ms[fastest]) fastest = i;
       }
-      total_auto += r.ms[pick_i];
+      total_auto += r.ms[auto_i];
+      total_onednn += r.ms[onednn_i];
       if (fastest >= 0) total_oracle += r.ms[fastest];
-      // A miss: AUTO's pick is more than 10% slower than the other backend.
-      if (fastest >= 0 && fastest != pick_i && r.ms[pick_i] > 1.1 * r.ms[fastest]) ++auto_misses;
+      // A miss: AUTO's pick is more than 10% slower than the fastest implementation.
+      if (fastest >= 0 && r.ms[auto_i] > 1.1 * r.ms[fastest]) ++auto_misses;
       ++rows;
-      auto cell = [&](int b) {
-        return r.ok[b] ? gossamer::strprintf("%.4g | %.1f", r.ms[b], gfs[b])
-                       : gossamer::strprintf("WRONG (err %.2g) | -", r.err[b]);
-      };
-      std::printf("| %d | %d | %s | %d %d %g | %dx%dx%d | %.4g | %s | %s | %s | %s | %d |\n", bt, c,
-                  s.name.c_str(), s.ta, s.tb, s.beta, s.M, s.N, s.K, s.gflop(), cell(0).c_str(),
-                  cell(1).c_str(), fastest < 0 ? "-" : cpu::gemm_backend_name(kBackends[fastest]),
-                  cpu::gemm_backend_name(pick), r.reps);
+      std::string cells;
+      for (int i = 0; i < kNumImpls; ++i) {
+        cells += r.ok[i] ? gossamer::strprintf(" %.4g | %.1f |", r.ms[i], gfs[i])
+                         : gossamer::strprintf(" WRONG (err %.2g) | - |", r.err[i]);
+      }
+      std::printf("| %d | %d | %s | %d %d %g | %dx%dx%d | %.4g |%s %s | %s | %s | %d |\n", job.bt,
+                  job.c, s.name.c_str(), s.ta, s.tb, s.beta, s.M, s.N, s.K, s.gflop(),
+                  cells.c_str(), fastest < 0 ? "-" : cpu::gemm_impl_name(kImpls[fastest]),
+                  cpu::gemm_impl_name(kImpls[onednn_i]), cpu::gemm_impl_name(kImpls[auto_i]),
+                  r.reps);
       std::fflush(stdout);
     }
     std::printf("\n/proc/loadavg at end: %s\nshapes: %d, wrong results: %d\n", loadavg().c_str(),
                 rows, wrong);
-    for (int b = 0; b < kNumBackends; ++b) {
-      std::printf("best %s sgemm: %.1f GFLOP/s (%s); sum of medians %.1f ms\n",
-                  cpu::gemm_backend_name(kBackends[b]), best[b], best_shape[b].c_str(),
-                  total_ms[b]);
+    for (int i = 0; i < kNumImpls; ++i) {
+      std::printf("best %s: %.1f GFLOP/s (%s); sum of medians %.1f ms\n",
+                  cpu::gemm_impl_name(kImpls[i]), best[i], best_shape[i].c_str(), total_ms[i]);
     }
+    std::printf("backend onednn: sum of medians %.1f ms\n", total_onednn);
     std::printf(
-        "auto: sum of medians %.1f ms (best-per-shape %.1f ms); picks >10%% slower than "
-        "the other backend on %d of %d shapes\n",
+        "backend auto: sum of medians %.1f ms (fastest-per-shape %.1f ms); auto's pick is "
+        ">10%% slower than the fastest on %d of %d shapes\n",
         total_auto, total_oracle, auto_misses, rows);
     std::printf("best sgemm rate seen (MFU denominator): %.1f GFLOP/s\n",
-                std::max(best[0], best[1]));
+                *std::max_element(best, best + kNumImpls));
     cpu::gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
     std::printf("gemm_peak_gflops_measured() with auto: %.1f GFLOP/s\n",
                 cpu::gemm_peak_gflops_measured());

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ninja-build
   libopenmpi-dev openmpi-bin
-  libopenblas-dev libdnnl-dev
+  libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev sentencepiece
   libgtest-dev libgmock-dev

@@ -1,11 +1,10 @@
-// CPU gemm, row-major C(M,N) = alpha*op(A)*op(B) + beta*C, on two backends: OpenBLAS
-// (cblas_sgemm/cblas_dgemm) and oneDNN matmul primitives. A oneDNN primitive is created once per
-// (trans_a, trans_b, M, N, K, lda, ldb, ldc, beta) and kept in a process-wide cache (a memo, not
-// observable state); each calling thread executes on its own stream with its own scratchpad, so
-// concurrent calls are safe. oneDNN only runs alpha == 1, beta in {0,1}; anything else goes to
-// OpenBLAS. Invariant: which backend a call uses is a pure function of its arguments and of the
-// backend chosen at start-up (never of timings), so a run is bitwise reproducible from its config
-// for a fixed thread count.
+// CPU gemm, row-major C(M,N) = alpha*op(A)*op(B) + beta*C, on three implementations: OpenBLAS
+// (cblas_sgemm/cblas_dgemm), oneDNN matmul primitives and oneDNN's dnnl_sgemm. A matmul primitive
+// is created once per (trans_a, trans_b, M, N, K, lda, ldb, ldc, alpha, beta) and kept in a
+// process-wide cache (a memo, not observable state); each calling thread executes on its own
+// stream with its own scratchpad, so concurrent calls are safe. Invariant: which implementation a
+// call uses is a pure function of its arguments and of the backend chosen at start-up (never of
+// timings), so a run is bitwise reproducible from its config for a fixed thread count.
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
@@ -13,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -32,14 +32,29 @@ namespace {
 
 std::atomic<GemmBackend> g_backend{GemmBackend::GEMM_BACKEND_AUTO};
 
-// ---- AUTO rule -------------------------------------------------------------------------------
-// Fixed per-shape rule, measured with bench/bench_gemm on the GPT-2 training shapes (2 threads,
-// AVX-512 Xeon; numbers and method in docs/PERF.md "## CPU gemm backends").
-//   - oneDNN (brgemm matmul) wins on every training shape with M*N*K >= 2^22 ... see PERF.md.
-//   - small products are dominated by fixed per-call cost, where OpenBLAS is ahead.
-bool auto_prefers_onednn(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
-  const int64_t flops = 2 * M * N * K;
-  return flops >= (int64_t{1} << 24);
+// ---- per-shape rules -------------------------------------------------------------------------
+// Fixed rules, measured with bench/bench_gemm on the GPT-2 training shapes (2 threads, AVX-512
+// Xeon, OPENBLAS_CORETYPE=Haswell; tables in docs/PERF.md "## CPU gemm backends"):
+//   - dnnl_sgemm (oneDNN's AVX-512 gemm) is the fastest or within a few % on almost every shape,
+//     ~300-350 GFLOP/s against ~190-210 for OpenBLAS's Haswell kernels;
+//   - the matmul primitive (brgemm) is 5-15% faster in the forward layout (trans_b, not
+//     trans_a) when the reduction is long and the row count small, K >= 1024 and M <= K/2
+//     (e.g. B*T <= 512 with C = 1024, or the MLP projection K = 4C), but 2-3x slower than
+//     dnnl_sgemm with a non-transposed B of width 3072 (C = 768 MLP backward);
+//   - below M*N*K = 2^16 (~40^3) per-call cost dominates: OpenBLAS ~0.1 us, dnnl_sgemm ~0.3-0.6
+//     us, a matmul primitive ~1.5 us; OpenBLAS is fastest there.
+bool matmul_primitive_wins(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
+  return !trans_a && trans_b && K >= 1024 && 2 * M <= K;
+}
+
+GemmImpl onednn_rule(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
+  return matmul_primitive_wins(trans_a, trans_b, M, N, K) ? GemmImpl::GEMM_IMPL_ONEDNN_MATMUL
+                                                          : GemmImpl::GEMM_IMPL_ONEDNN_SGEMM;
+}
+
+GemmImpl auto_rule(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
+  if (M * N * K < (int64_t{1} << 16)) return GemmImpl::GEMM_IMPL_OPENBLAS;
+  return onednn_rule(trans_a, trans_b, M, N, K);
 }
 
 // ---- OpenBLAS --------------------------------------------------------------------------------
@@ -66,17 +81,22 @@ void openblas_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
 
 // ---- oneDNN ----------------------------------------------------------------------------------
 struct DnnlKey {
-  bool trans_a, trans_b, accumulate;  // accumulate: beta == 1 (sum post-op), else beta == 0
+  bool trans_a, trans_b;
   int M, N, K, lda, ldb, ldc;
+  uint32_t alpha_bits, beta_bits;  // alpha: output scale (if != 1); beta: sum post-op (if != 0)
   bool operator==(const DnnlKey&) const = default;
+  float alpha() const { return std::bit_cast<float>(alpha_bits); }
+  float beta() const { return std::bit_cast<float>(beta_bits); }
 };
 
 struct DnnlKeyHash {
   size_t operator()(const DnnlKey& k) const {
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(uint64_t{k.trans_a} | uint64_t{k.trans_b} << 1 | uint64_t{k.accumulate} << 2);
+    mix(uint64_t{k.trans_a} | uint64_t{k.trans_b} << 1);
     for (int v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint32_t>(v));
+    mix(k.alpha_bits);
+    mix(k.beta_bits);
     return static_cast<size_t>(h);
   }
 };
@@ -124,9 +144,10 @@ class DnnlContext {
     e->c_md = dnnl::memory::desc({k.M, k.N}, dt::f32, dims{k.ldc, 1});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (k.accumulate) {
+    if (k.alpha() != 1.0f) attr.set_output_scales(0, {k.alpha()});
+    if (k.beta() != 0.0f) {  // beta == 0: C is not read (BLAS semantics, NaN in C stays out)
       dnnl::post_ops ops;
-      ops.append_sum(1.0f);
+      ops.append_sum(k.beta());
       attr.set_post_ops(ops);
     }
     try {
@@ -137,8 +158,9 @@ class DnnlContext {
     } catch (const dnnl::error& err) {
       fail(
           "gemm: oneDNN cannot create a matmul for trans_a=%d trans_b=%d M=%d N=%d K=%d lda=%d "
-          "ldb=%d ldc=%d: %s",
-          k.trans_a, k.trans_b, k.M, k.N, k.K, k.lda, k.ldb, k.ldc, err.what());
+          "ldb=%d ldc=%d alpha=%g beta=%g: %s",
+          k.trans_a, k.trans_b, k.M, k.N, k.K, k.lda, k.ldb, k.ldc, k.alpha(), k.beta(),
+          err.what());
     }
     return e;
   }
@@ -169,10 +191,11 @@ DnnlThreadState& dnnl_thread_state() {
   return state;
 }
 
-void onednn_gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
-                 const float* B, int ldb, bool accumulate, float* C, int ldc) {
+void onednn_matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                   int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   DnnlContext& ctx = DnnlContext::instance();
-  const DnnlGemm& g = ctx.get({trans_a, trans_b, accumulate, M, N, K, lda, ldb, ldc});
+  const DnnlGemm& g = ctx.get({trans_a, trans_b, M, N, K, lda, ldb, ldc,
+                               std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
   DnnlThreadState& ts = dnnl_thread_state();
   const dnnl::engine& eng = ctx.engine();
   std::unordered_map<int, dnnl::memory> args{
@@ -186,6 +209,13 @@ void onednn_gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A
   }
   g.prim.execute(ts.stream, args);
   ts.stream.wait();
+}
+
+void onednn_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                  int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A,
+                                      lda, B, ldb, beta, C, ldc);
+  GOSSAMER_CHECK(st == dnnl_success, "gemm: dnnl_sgemm failed with status %d", int(st));
 }
 
 void check_args(const char* type, bool trans_a, bool trans_b, int M, int N, int K, int lda, int ldb,
@@ -241,29 +271,59 @@ std::string gemm_describe() {
                    openblas_get_corename(), env_core ? "" : ", OPENBLAS_CORETYPE unset");
 }
 
+const char* gemm_impl_name(GemmImpl impl) {
+  switch (impl) {
+    case GemmImpl::GEMM_IMPL_OPENBLAS:
+      return "openblas";
+    case GemmImpl::GEMM_IMPL_ONEDNN_MATMUL:
+      return "onednn-matmul";
+    case GemmImpl::GEMM_IMPL_ONEDNN_SGEMM:
+      return "onednn-sgemm";
+  }
+  return "?";
+}
+
+GemmImpl gemm_impl_for(bool trans_a, bool trans_b, int M, int N, int K, float alpha, float beta) {
+  const GemmBackend b = gemm_backend();
+  if (b == GemmBackend::GEMM_BACKEND_OPENBLAS || alpha != 1.0f || (beta != 0.0f && beta != 1.0f) ||
+      K == 0) {
+    return GemmImpl::GEMM_IMPL_OPENBLAS;
+  }
+  return b == GemmBackend::GEMM_BACKEND_ONEDNN ? onednn_rule(trans_a, trans_b, M, N, K)
+                                               : auto_rule(trans_a, trans_b, M, N, K);
+}
+
 GemmBackend gemm_backend_for(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                              float beta) {
-  const GemmBackend b = gemm_backend();
-  if (b == GemmBackend::GEMM_BACKEND_OPENBLAS) return b;
-  if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || K == 0) {
-    return GemmBackend::GEMM_BACKEND_OPENBLAS;
+  return gemm_impl_for(trans_a, trans_b, M, N, K, alpha, beta) == GemmImpl::GEMM_IMPL_OPENBLAS
+             ? GemmBackend::GEMM_BACKEND_OPENBLAS
+             : GemmBackend::GEMM_BACKEND_ONEDNN;
+}
+
+void gemm_with_impl(GemmImpl impl, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                    const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                    int ldc) {
+  check_args("float", trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  if (M == 0 || N == 0) return;
+  if (K == 0) impl = GemmImpl::GEMM_IMPL_OPENBLAS;
+  switch (impl) {
+    case GemmImpl::GEMM_IMPL_OPENBLAS:
+      openblas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return;
+    case GemmImpl::GEMM_IMPL_ONEDNN_MATMUL:
+      onednn_matmul(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return;
+    case GemmImpl::GEMM_IMPL_ONEDNN_SGEMM:
+      onednn_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return;
   }
-  if (b == GemmBackend::GEMM_BACKEND_ONEDNN) return b;
-  return auto_prefers_onednn(trans_a, trans_b, M, N, K) ? GemmBackend::GEMM_BACKEND_ONEDNN
-                                                        : GemmBackend::GEMM_BACKEND_OPENBLAS;
 }
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                  int lda, const float* B, int ldb, float beta, float* C, int ldc) {
-  check_args("float", trans_a, trans_b, M, N, K, lda, ldb, ldc);
-  if (M == 0 || N == 0) return;
-  if (gemm_backend_for(trans_a, trans_b, M, N, K, alpha, beta) ==
-      GemmBackend::GEMM_BACKEND_ONEDNN) {
-    onednn_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta == 1.0f, C, ldc);
-  } else {
-    openblas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  }
+  gemm_with_impl(gemm_impl_for(trans_a, trans_b, M, N, K, alpha, beta), trans_a, trans_b, M, N, K,
+                 alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <>

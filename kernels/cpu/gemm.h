@@ -12,23 +12,38 @@ namespace gossamer::kernels::cpu {
 enum class GemmBackend {
   GEMM_BACKEND_AUTO,      // a fixed per-shape rule (see gemm.cpp), measured on our machines
   GEMM_BACKEND_OPENBLAS,  // cblas_sgemm
-  GEMM_BACKEND_ONEDNN,    // oneDNN matmul primitives, created once per shape and cached
+  GEMM_BACKEND_ONEDNN,    // oneDNN: cached matmul primitives, or dnnl_sgemm (see GemmImpl)
 };
 
 // Process-wide choice, set once at start-up by the program (before any gemm call).
 void gemm_set_backend(GemmBackend backend);
 GemmBackend gemm_backend();
-GemmBackend gemm_backend_from_string(
-    const std::string& name);  // "auto"|"openblas"|"onednn"; throws
+// "auto" | "openblas" | "onednn"; anything else throws gossamer::Error.
+GemmBackend gemm_backend_from_string(const std::string& name);
 const char* gemm_backend_name(GemmBackend backend);
 // Human-readable description of the libraries and threading in use (logged at start-up).
 std::string gemm_describe();
 
-// The backend a float gemm with these arguments actually runs on: AUTO resolved by the fixed
-// per-shape rule, and OPENBLAS wherever oneDNN is not used (alpha != 1, beta not in {0,1}, K == 0).
-// A pure function of its arguments and the process-wide choice; used by benches, tests and logs.
+// The implementations behind the backends. GEMM_BACKEND_ONEDNN runs a oneDNN matmul primitive
+// or oneDNN's sgemm, GEMM_BACKEND_AUTO any of the three, each by a fixed per-shape rule
+// (gemm.cpp); alpha != 1, beta not in {0,1} and K == 0 always run on OpenBLAS.
+enum class GemmImpl {
+  GEMM_IMPL_OPENBLAS,       // cblas_sgemm
+  GEMM_IMPL_ONEDNN_MATMUL,  // dnnl::matmul primitive, created once per shape and cached
+  GEMM_IMPL_ONEDNN_SGEMM,   // dnnl_sgemm
+};
+const char* gemm_impl_name(GemmImpl impl);
+// The implementation gemm<float> uses for these arguments under the current backend: a pure
+// function of its arguments and of the process-wide backend (for benches, tests and logs).
+GemmImpl gemm_impl_for(bool trans_a, bool trans_b, int M, int N, int K, float alpha, float beta);
+// The library gemm_impl_for() resolves to: GEMM_BACKEND_OPENBLAS or GEMM_BACKEND_ONEDNN.
 GemmBackend gemm_backend_for(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                              float beta);
+// gemm<float> on the given implementation, whatever the backend (benches and tests). Every
+// implementation accepts any alpha and beta; K == 0 (C = beta * C) always runs on OpenBLAS.
+void gemm_with_impl(GemmImpl impl, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                    const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                    int ldc);
 
 // Median sgemm rate (GFLOP/s) of the current backend on a large GPT-2 training shape
 // (M=2048, N=3072, K=768, forward layout), after one warm-up call. Allocates its own buffers

@@ -61,7 +61,7 @@ Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels:
 }
 
 void Gpt2::build_layout() {
-  const int64_t C = C_, F = cfg_.d_ff();
+  const int64_t C = C_, F = cfg_.d_ff_resolved();
   lnfw_ = layout_.add("ln_f.weight", {C}, K::PARAM_KIND_NORM);
   lnfb_ = layout_.add("ln_f.bias", {C}, K::PARAM_KIND_NORM);
   lnf_end_ = layout_.total();

@@ -15,7 +15,8 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, int max_batch, int 
                                   const kernels::OpTable& ops) {
   config.validate();
   if (config.family == "gpt2") return std::make_unique<Gpt2>(config, max_batch, max_seq, ops);
-  fail("model.family: unknown model family \"%s\"", config.family.c_str());
+  fail("model.family: no model implementation for family \"%s\" in this build",
+       config.family.c_str());
 }
 
 }  // namespace gossamer::model

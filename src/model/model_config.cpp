@@ -6,7 +6,8 @@
 namespace gossamer::model {
 
 void ModelConfig::validate(const std::string& p) const {
-  GOSSAMER_CHECK(family == "gpt2", "%sfamily: unknown model family \"%s\" (expected \"gpt2\")",
+  GOSSAMER_CHECK(family == "gpt2" || family == "llama",
+                 "%sfamily: unknown model family \"%s\" (expected \"gpt2\" or \"llama\")",
                  p.c_str(), family.c_str());
   GOSSAMER_CHECK(n_layer >= 1, "%sn_layer: must be >= 1, found %d", p.c_str(), n_layer);
   GOSSAMER_CHECK(d_model >= 1, "%sd_model: must be >= 1, found %d", p.c_str(), d_model);
@@ -18,6 +19,19 @@ void ModelConfig::validate(const std::string& p) const {
                  padded_vocab);
   GOSSAMER_CHECK(max_seq_len >= 1, "%smax_seq_len: must be >= 1, found %d", p.c_str(),
                  max_seq_len);
+  GOSSAMER_CHECK(n_kv_head >= 0 && n_head % n_kv_head_resolved() == 0,
+                 "%sn_kv_head: must divide n_head=%d, found %d", p.c_str(), n_head, n_kv_head);
+  GOSSAMER_CHECK(d_ff >= 0, "%sd_ff: must be >= 0, found %d", p.c_str(), d_ff);
+  GOSSAMER_CHECK(rope_theta > 0, "%srope_theta: must be > 0, found %g", p.c_str(), rope_theta);
+  GOSSAMER_CHECK(norm_eps > 0, "%snorm_eps: must be > 0, found %g", p.c_str(), norm_eps);
+  if (family == "gpt2") {
+    GOSSAMER_CHECK(n_kv_head == 0 || n_kv_head == n_head,
+                   "%sn_kv_head: gpt2 has no grouped-query attention (leave it 0), found %d",
+                   p.c_str(), n_kv_head);
+    GOSSAMER_CHECK(d_ff == 0 || d_ff == 4 * d_model,
+                   "%sd_ff: gpt2's MLP is 4*d_model=%d wide (leave it 0), found %d", p.c_str(),
+                   4 * d_model, d_ff);
+  }
   GOSSAMER_CHECK(init_std > 0, "%sinit_std: must be > 0, found %g", p.c_str(), init_std);
 }
 

@@ -14,7 +14,6 @@
 #include "core/timer.h"
 #include "kernels/cpu/gemm.h"
 #include "model/model.h"
-#include "train/peak_flops.h"
 #include "train/trainer.h"
 
 namespace gossamer::train {
@@ -35,7 +34,7 @@ int run_train_bench(RunConfig config, const BenchOptions& options) {
     inputs[i] = int32_t(rng.below(config.model.vocab_size));
     targets[i] = int32_t(rng.below(config.model.vocab_size));
   }
-  const double peak = measure_peak_gflops(config.model.d_model);
+  const double peak = kernels::cpu::gemm_peak_gflops_measured();
   const double flops_per_token = model::flops_per_token(model, T);
 
   std::vector<double> step_s, fwd_s, bwd_s, opt_s;

@@ -25,7 +25,6 @@
 #include "train/evaluate.h"
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
-#include "train/peak_flops.h"
 #include "train/sampler.h"
 
 namespace gossamer::train {
@@ -129,7 +128,7 @@ int run_training(RunConfig config, const std::string& resume_path) {
   interrupt_install();
 
   const double peak = config.metrics.peak_gflops > 0 ? config.metrics.peak_gflops
-                                                     : measure_peak_gflops(config.model.d_model);
+                                                     : kernels::cpu::gemm_peak_gflops_measured();
   const double flops_per_token = model::flops_per_token(model, T);
   log_info("model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
            "(padded %d)",

@@ -314,21 +314,24 @@ TEST_F(GemmTest, ResultsDoNotDependOnAlignment) {
 
 // Cached primitives, per-thread streams and scratchpads under concurrent use.
 TEST_F(GemmTest, ConcurrentCallsFromSeveralThreads) {
-  std::vector<Problem<float>> problems;
-  for (int t = 0; t < 4; ++t) {
-    problems.emplace_back(t % 2 == 1, t >= 2, Shape{96 + t, 80, 70}, t % 2, 3000 + 3 * t);
-  }
-  std::vector<std::vector<float>> results(problems.size());
+  // Two problems; per oneDNN implementation, two threads run each problem at once (same cache
+  // key, so the same primitive executes concurrently). Every result must be right.
+  const std::vector<Problem<float>> problems = {
+      Problem<float>(false, true, Shape{96, 80, 70}, 0, 3000),
+      Problem<float>(true, false, Shape{97, 81, 71}, 1, 3003)};
+  constexpr int kThreads = 8;
+  std::vector<std::vector<float>> results(kThreads);
   std::vector<std::thread> threads;
-  for (size_t t = 0; t < problems.size(); ++t) {
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      const Runner how{GemmImpl::GEMM_IMPL_ONEDNN_MATMUL};
-      for (int rep = 0; rep < 20; ++rep) results[t] = problems[t].run(1.0f, float(t % 2), how);
+      const Runner how{t < kThreads / 2 ? GemmImpl::GEMM_IMPL_ONEDNN_MATMUL
+                                        : GemmImpl::GEMM_IMPL_ONEDNN_SGEMM};
+      for (int rep = 0; rep < 20; ++rep) results[t] = problems[t % 2].run(1.0f, 1.0f, how);
     });
   }
   for (auto& th : threads) th.join();
-  for (size_t t = 0; t < problems.size(); ++t) {
-    problems[t].check(results[t], 1.0f, float(t % 2), "thread " + std::to_string(t));
+  for (int t = 0; t < kThreads; ++t) {
+    problems[t % 2].check(results[t], 1.0f, 1.0f, "thread " + std::to_string(t));
   }
 }
 
@@ -364,6 +367,9 @@ TEST_F(GemmTest, BackendNamesAndSelection) {
           if (be == GemmBackend::GEMM_BACKEND_ONEDNN) {
             EXPECT_NE(impl, GEMM_IMPL_OPENBLAS);
           }
+          EXPECT_EQ(gemm_backend_for(ta, tb, s.M, s.N, s.K, 1.0f, 0.0f),
+                    impl == GEMM_IMPL_OPENBLAS ? GemmBackend::GEMM_BACKEND_OPENBLAS
+                                               : GemmBackend::GEMM_BACKEND_ONEDNN);
           // The rule depends on the arguments only.
           EXPECT_EQ(impl, gemm_impl_for(ta, tb, s.M, s.N, s.K, 1.0f, 0.0f));
         }
