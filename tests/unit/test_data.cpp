@@ -16,48 +16,19 @@
 #include <vector>
 
 #include "core/error.h"
+#include "test_util.h"
 #include "data/loader.h"
 #include "data/shard.h"
 
 namespace gossamer::data {
 namespace {
 
+using gossamer::testing::TempDir;
+using gossamer::testing::expect_error;
+
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gossamer_test_data_XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) throw Error("mkdtemp failed for " + tmpl);
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
 
- private:
-  std::string path_;
-};
-
-// Expects fn to throw gossamer::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected a gossamer::Error";
-}
 
 // Writes a raw file: a 256-int header (magic, version, count) followed by body_bytes zeros.
 void write_raw(const std::string& path, int32_t magic, int32_t version, int32_t count,

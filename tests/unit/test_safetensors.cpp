@@ -19,32 +19,17 @@
 #include <vector>
 
 #include "core/error.h"
+#include "test_util.h"
 
 namespace gossamer {
 namespace {
+
+using gossamer::testing::TempDir;
 
 namespace fs = std::filesystem;
 
 using Bytes = std::vector<unsigned char>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gossamer_st_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    if (!p) throw std::runtime_error("mkdtemp failed");
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 Bytes read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -557,7 +542,7 @@ TEST(Safetensors, MissingOrNonRegularFile) {
   TempDir dir;
   std::string msg = error_of([&] { SafetensorsReader r(dir.file("absent.safetensors")); });
   EXPECT_TRUE(contains(msg, "absent.safetensors") && contains(msg, "No such file")) << msg;
-  msg = error_of([&] { SafetensorsReader r(dir.path().string()); });
+  msg = error_of([&] { SafetensorsReader r(dir.path()); });
   EXPECT_TRUE(contains(msg, "not a regular file")) << msg;
 }
 

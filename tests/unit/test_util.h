@@ -1,0 +1,56 @@
+// Helpers shared by the unit tests: a temporary directory removed at scope exit, and a check
+// that a call throws gossamer::Error with a message containing given parts.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace gossamer::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gossamer_test_XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) throw Error("mkdtemp failed for " + tmpl);
+    path_ = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Expects fn to throw gossamer::Error whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& fn,
+                         std::initializer_list<std::string> parts) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
+    return;
+  }
+  ADD_FAILURE() << "expected a gossamer::Error";
+}
+
+}  // namespace gossamer::testing
