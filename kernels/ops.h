@@ -15,19 +15,28 @@ struct OpTable {
                           int B, int T, int C);
   void (*encoder_backward)(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                            int B, int T, int C);
-  void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp,
-                            const float* w, const float* b, int N, int C);
-  void (*layernorm_backward)(float* dinp, float* dw, float* db, const float* dout,
-                             const float* inp, const float* w, const float* mean,
-                             const float* rstd, int N, int C);
+  void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                            const float* b, int N, int C);
+  void (*layernorm_backward)(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                             const float* w, const float* mean, const float* rstd, int N, int C);
   void (*matmul_forward)(float* out, const float* inp, const float* w, const float* bias, int N,
                          int C, int OC);
-  void (*matmul_backward)(float* dinp, float* dw, float* dbias, const float* dout,
-                          const float* inp, const float* w, int N, int C, int OC);
-  void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C,
-                            int NH);
+  void (*matmul_backward)(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                          const float* w, int N, int C, int OC);
+  void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                            int NKV);
   void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                             const float* att, int B, int T, int C, int NH);
+                             const float* att, int B, int T, int C, int NH, int NKV);
+  void (*rmsnorm_forward)(float* out, float* rstd, const float* inp, const float* w, int N, int C,
+                          double eps);
+  void (*rmsnorm_backward)(float* dinp, float* dw, const float* dout, const float* inp,
+                           const float* w, const float* rstd, int N, int C);
+  void (*rope_forward)(float* x, int B, int T, int n_heads, int head_dim, int row_stride,
+                       double theta);
+  void (*rope_backward)(float* dx, int B, int T, int n_heads, int head_dim, int row_stride,
+                        double theta);
+  void (*swiglu_forward)(float* out, const float* inp, int N, int F);
+  void (*swiglu_backward)(float* dinp, const float* dout, const float* inp, int N, int F);
   void (*gelu_forward)(float* out, const float* inp, size_t n);
   void (*gelu_backward)(float* dinp, const float* inp, const float* dout, size_t n);
   void (*add)(float* out, const float* a, const float* b, size_t n);

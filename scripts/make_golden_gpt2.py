@@ -30,14 +30,13 @@ Initialisation (torch.manual_seed(1234), drawn in param_shapes order, then token
 weights N(0, 0.05) (attn.proj / mlp.proj weights N(0, 0.05/sqrt(2L))), biases N(0, 0.02),
 LN weights 1 + 0.1 N(0,1), LN biases 0.1 N(0,1), wte/wpe N(0, 0.05) with wte rows >= V zeroed.
 """
-import json
 import math
-import os
-import struct
 import sys
 
 import numpy as np
 import torch
+
+from golden_common import manual_adamw, write_safetensors
 
 SCRIPT = "scripts/make_golden_gpt2.py"
 CFG = dict(n_layer=2, n_head=4, d_model=64, vocab_size=997, padded_vocab=1024, max_seq_len=32,
@@ -166,64 +165,6 @@ def self_check_ops():
     assert abs(ours.item() - ref.item()) < 1e-14
 
 
-def manual_adamw(init, tokens, targets, cfg, hp):
-    """AdamW + global-norm clipping as documented in the header, without torch.optim."""
-    P = {n: p.clone() for n, p in init.items()}
-    m = {n: torch.zeros_like(p) for n, p in P.items()}
-    v = {n: torch.zeros_like(p) for n, p in P.items()}
-    b1, b2, lr, eps, wd = hp["beta1"], hp["beta2"], hp["lr"], hp["eps"], hp["weight_decay"]
-    losses = []
-    for t in range(1, hp["steps"] + 1):
-        Pg = {n: p.clone().requires_grad_(True) for n, p in P.items()}
-        _, loss = forward(Pg, tokens, targets, cfg)
-        loss.backward()
-        losses.append(loss.item())
-        g = {n: p.grad for n, p in Pg.items()}
-        norm = math.sqrt(sum((x * x).sum().item() for x in g.values()))
-        scale = hp["grad_clip"] / (norm + 1e-6)
-        for n in P:
-            gn = g[n] * scale if scale < 1.0 else g[n]
-            if is_decayed(n):
-                P[n] = P[n] * (1.0 - lr * wd)
-            m[n] = b1 * m[n] + (1.0 - b1) * gn
-            v[n] = b2 * v[n] + (1.0 - b2) * gn * gn
-            mhat = m[n] / (1.0 - b1 ** t)
-            vhat = v[n] / (1.0 - b2 ** t)
-            P[n] = P[n] - lr * mhat / (torch.sqrt(vhat) + eps)
-    return losses, P
-
-
-# ---- safetensors writer ---------------------------------------------------------------
-
-DTYPES = {np.dtype("<f8"): "F64", np.dtype("<f4"): "F32", np.dtype("<i4"): "I32",
-          np.dtype("<i8"): "I64"}
-
-
-def write_safetensors(path, tensors, metadata):
-    """tensors: name -> numpy array. Header JSON with sorted keys, data in sorted-name order,
-    header padded with spaces to a multiple of 8. Written to path.tmp and renamed."""
-    header = {"__metadata__": dict(metadata)}
-    blobs, offset = [], 0
-    for name in sorted(tensors):
-        a = np.asarray(tensors[name])  # not ascontiguousarray: it turns 0-d into 1-d
-        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        raw = a.tobytes(order="C")
-        header[name] = {"dtype": DTYPES[a.dtype], "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    h = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    h += b" " * ((8 - len(h) % 8) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for raw in blobs:
-            f.write(raw)
-    os.replace(tmp, path)
-    return 8 + len(h) + offset
-
-
 # ---- main -------------------------------------------------------------------------------
 
 def main():
@@ -284,7 +225,8 @@ def main():
     assert torch.all(W["wte"].detach()[V:] == 0), "padded wte rows must stay zero"
 
     # Cross-check: the documented update rule, written out by hand, reproduces torch's run.
-    manual_losses, manual_final = manual_adamw(init, tokens, targets, cfg, hp)
+    manual_losses, manual_final = manual_adamw(
+        init, lambda P: forward(P, tokens, targets, cfg)[1], is_decayed, hp)
     assert max(abs(a - b) for a, b in zip(losses, manual_losses)) < 1e-12, manual_losses
     for n in names:
         assert torch.allclose(manual_final[n], W[n].detach(), rtol=0, atol=1e-12), n

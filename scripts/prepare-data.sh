@@ -3,32 +3,50 @@
 # corpus (get-corpus.sh), then token shards with `gossamer prep`:
 #   data/<name>/train_000000.bin ...  from data/corpus/<name>/train.txt
 #   data/<name>/val_000000.bin ...    from data/corpus/<name>/val.txt
-# Usage: scripts/prepare-data.sh [web|brown]   (default web). Idempotent: every step skips
-# what is already there (delete data/<name> to re-tokenise). The binary is build/bin/gossamer
-# unless GOSSAMER_BIN names another.
+# Usage: scripts/prepare-data.sh [web|brown] [spm]   (default web, GPT-2 tokens). With `spm`, a
+# SentencePiece model (BPE, 8000 pieces, byte fallback) is first trained on train.txt only:
+#   data/<name>-spm/tokenizer.model, tokenizer.vocab, train_000000.bin, val_000000.bin
+# (a run on them needs model.vocab_size 8000 and data.tokenizer "spm:data/<name>-spm/tokenizer.model").
+# Idempotent: every step skips what is already there (delete data/<name> or data/<name>-spm to
+# re-tokenise). The binary is build/bin/gossamer unless GOSSAMER_BIN names another.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+usage="usage: scripts/prepare-data.sh [web|brown] [spm]"
 name="${1:-web}"
+kind="${2:-gpt2}"
 case "$name" in
   web | brown) ;;
-  *) echo "usage: scripts/prepare-data.sh [web|brown]" >&2; exit 2 ;;
+  *) echo "$usage" >&2; exit 2 ;;
+esac
+case "$kind" in
+  gpt2 | spm) ;;
+  *) echo "$usage" >&2; exit 2 ;;
 esac
 cd "$root"
 bin="${GOSSAMER_BIN:-build/bin/gossamer}"
 
-bash scripts/get-tokenizer.sh
+[[ "$kind" == gpt2 ]] && bash scripts/get-tokenizer.sh
 bash scripts/get-corpus.sh "$name"
 
+out="data/$name"
+[[ "$kind" == spm ]] && out="data/$name-spm"
+model="$out/tokenizer.model"
 for split in train val; do
-  if [[ -f "data/$name/${split}_000000.bin" ]]; then
-    echo "prepare-data: data/$name/${split}_*.bin already present"
+  if [[ -f "$out/${split}_000000.bin" ]]; then
+    echo "prepare-data: $out/${split}_*.bin already present"
     continue
   fi
   if [[ ! -x "$bin" ]]; then
     echo "prepare-data: ERROR: $bin not found; build first (scripts/build.sh)" >&2
     exit 1
   fi
-  "$bin" prep --tokenizer data/tokenizers/gpt2 --output "data/$name/$split" \
-    "data/corpus/$name/$split.txt"
+  if [[ "$kind" == gpt2 ]]; then
+    tok=(--tokenizer data/tokenizers/gpt2)
+  elif [[ -f "$model" ]]; then
+    tok=(--tokenizer "spm:$model")
+  else  # only train.txt reaches here first: the model never sees the validation text
+    tok=(--train-spm "$out/tokenizer" --spm-vocab-size 8000 --spm-type bpe --spm-byte-fallback)
+  fi
+  "$bin" prep "${tok[@]}" --output "$out/$split" "data/corpus/$name/$split.txt"
 done

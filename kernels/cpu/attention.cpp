@@ -1,7 +1,11 @@
-// Causal multi-head self-attention (GPT-2), see attention.h.
-// One work item per (b, h): it reads only head h of batch b and writes only att[b,h], out's
-// head-h columns of batch b and dqkv's head-h q/k/v columns of batch b, so items never share an
-// output and every sum runs in a fixed order (results do not depend on the thread count).
+// Causal self-attention with grouped-query attention, see attention.h.
+// Forward: one work item per (b, h); it reads head h's q and its kv head's k/v and writes only
+// att[b,h] and out's head-h columns of batch b. Backward, in two passes: rows, one work item per
+// (b, h), write scratch[b,h] (dpreatt) and dqkv's head-h q columns; columns, one work item per
+// (b, kv head, block of 16 keys), add into dk/dv rows of that block the contributions of every
+// query head of the group, in head order. Items never share an output and every sum runs in a
+// fixed order, so results do not depend on the thread count (and for NKV == NH they are the
+// sums of the single-pass multi-head kernel, in the same order).
 // The four products (q k^T, att v, and in the backward dout v^T, dpre k, dpre^T q, att^T dout)
 // run on 4x4 register tiles over contiguous head rows: 4 query rows against 4 key rows, so each
 // row read from L2 serves 4 rows of the other operand (a single-row loop is L2-bandwidth bound).
@@ -135,18 +139,22 @@ inline void softmax_backward_row(R* g, const R* a, int n, int band_end, R scale)
 }  // namespace
 
 template <class Real>
-void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) {
+void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH,
+                       int NKV) {
   const int hs = C / NH;
-  const size_t ld = 3 * static_cast<size_t>(C);  // row stride of q, k and v
+  const int group = NH / NKV;  // query heads per kv head
+  const size_t kv_width = static_cast<size_t>(NKV) * hs;
+  const size_t ld = C + 2 * kv_width;  // row stride of q, k and v
   const size_t ldo = static_cast<size_t>(C);
   const size_t TT = static_cast<size_t>(T);
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
-      const Real* q = qkv + static_cast<size_t>(b) * TT * ld + static_cast<size_t>(h) * hs;
-      const Real* k = q + C;
-      const Real* v = q + 2 * ldo;
+      const Real* row0 = qkv + static_cast<size_t>(b) * TT * ld;
+      const Real* q = row0 + static_cast<size_t>(h) * hs;
+      const Real* k = row0 + C + static_cast<size_t>(h / group) * hs;
+      const Real* v = k + kv_width;
       Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
       Real* o = out + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
       int t0 = 0;
@@ -178,75 +186,95 @@ void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int 
 
 template <class Real>
 void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
-                        const Real* att, int B, int T, int C, int NH) {
+                        const Real* att, int B, int T, int C, int NH, int NKV) {
   const int hs = C / NH;
-  const size_t ld = 3 * static_cast<size_t>(C);
+  const int group = NH / NKV;
+  const size_t kv_width = static_cast<size_t>(NKV) * hs;
+  const size_t ld = C + 2 * kv_width;
   const size_t ldo = static_cast<size_t>(C);
   const size_t TT = static_cast<size_t>(T);
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+  const int nblocks = (T + kColBlock - 1) / kColBlock;
   auto band_end = [T](int t) { return std::min(T, (t / kColBlock + 1) * kColBlock); };
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      const size_t head = static_cast<size_t>(b) * TT * ld + static_cast<size_t>(h) * hs;
-      const Real* q = qkv + head;
-      const Real* k = q + C;
-      const Real* v = q + 2 * ldo;
-      Real* dq = dqkv + head;
-      Real* dk = dq + C;
-      Real* dv = dq + 2 * ldo;
-      const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
-      Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
-      const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
-
-      // Rows t: datt = dout_t . v_s; dpre = softmax backward (into scratch); dq_t += dpre k.
-      int t0 = 0;
-      for (; t0 + kTile <= T; t0 += kTile) {
-        Real* g = g_bh + t0 * TT;
-        for (int s = 0; s < t0 + kTile; s += kTile) {
-          dot_4x4(g + s, TT, go + t0 * ldo, ldo, v + s * ld, ld, hs);
-        }
-        for (int i = 0; i < kTile; ++i) {
-          softmax_backward_row(g + i * TT, a_bh + (t0 + i) * TT, t0 + i + 1, band_end(t0 + i),
-                               scale);
-        }
-        for (int s = 0; s < t0 + kTile; s += kTile) {
-          axpy_4x4(dq + t0 * ld, ld, g + s, TT, 1, k + s * ld, ld, hs);
-        }
-      }
-      for (int t = t0; t < T; ++t) {
-        Real* g = g_bh + t * TT;
-        dot_row(g, go + t * ldo, v, ld, t + 1, hs);
-        softmax_backward_row(g, a_bh + t * TT, t + 1, band_end(t), scale);
-        axpy_row(dq + t * ld, g, k, ld, t + 1, hs);
-      }
-
-      // Columns s: dk_s += sum_{t>=s} dpre[t,s] q_t and dv_s += sum_{t>=s} att[t,s] dout_t, by
-      // blocks of 16 key columns (the 4 cache lines a tile reads serve the whole block).
-      for (int sb = 0; sb < T; sb += kColBlock) {
-        const int se = std::min(T, sb + kColBlock);
-        const int se4 = sb + (se - sb) / kTile * kTile;  // end of the full 4-key groups
-        int t = sb;
-        for (; t + kTile <= T; t += kTile) {
-          const Real* qt = q + t * ld;
-          const Real* got = go + t * ldo;
-          for (int s0 = sb; s0 < se4 && s0 <= t; s0 += kTile) {
-            axpy_4x4(dk + s0 * ld, ld, g_bh + t * TT + s0, 1, TT, qt, ld, hs);
-            axpy_4x4(dv + s0 * ld, ld, a_bh + t * TT + s0, 1, TT, got, ldo, hs);
+#pragma omp parallel
+  {
+    // Rows t of head h: datt = dout_t . v_s; dpre = softmax backward (into scratch);
+    // dq_t += dpre k.
+#pragma omp for collapse(2) schedule(static)
+    for (int b = 0; b < B; ++b) {
+      for (int h = 0; h < NH; ++h) {
+        const size_t row0 = static_cast<size_t>(b) * TT * ld;
+        const Real* k = qkv + row0 + C + static_cast<size_t>(h / group) * hs;
+        const Real* v = k + kv_width;
+        Real* dq = dqkv + row0 + static_cast<size_t>(h) * hs;
+        const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
+        Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
+        const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
+        int t0 = 0;
+        for (; t0 + kTile <= T; t0 += kTile) {
+          Real* g = g_bh + t0 * TT;
+          for (int s = 0; s < t0 + kTile; s += kTile) {
+            dot_4x4(g + s, TT, go + t0 * ldo, ldo, v + s * ld, ld, hs);
           }
-          for (int s = se4; s < se; ++s) {  // keys of a last, partial group
-            for (int j = std::max(0, s - t); j < kTile; ++j) {
-              const size_t at = (t + j) * TT + s;
-              axpy_1(dk + s * ld, g_bh[at], qt + j * ld, hs);
-              axpy_1(dv + s * ld, a_bh[at], got + j * ldo, hs);
+          for (int i = 0; i < kTile; ++i) {
+            softmax_backward_row(g + i * TT, a_bh + (t0 + i) * TT, t0 + i + 1, band_end(t0 + i),
+                                 scale);
+          }
+          for (int s = 0; s < t0 + kTile; s += kTile) {
+            axpy_4x4(dq + t0 * ld, ld, g + s, TT, 1, k + s * ld, ld, hs);
+          }
+        }
+        for (int t = t0; t < T; ++t) {
+          Real* g = g_bh + t * TT;
+          dot_row(g, go + t * ldo, v, ld, t + 1, hs);
+          softmax_backward_row(g, a_bh + t * TT, t + 1, band_end(t), scale);
+          axpy_row(dq + t * ld, g, k, ld, t + 1, hs);
+        }
+      }
+    }
+    // (implicit barrier: the column pass reads every head's scratch)
+
+    // Columns s of kv head kv, keys [sb, se): dk_s += sum_h sum_{t>=s} dpre_h[t,s] q_h,t and
+    // dv_s += sum_h sum_{t>=s} att_h[t,s] dout_h,t over the group's query heads h in order, by
+    // blocks of 16 key columns (the 4 cache lines a tile reads serve the whole block).
+#pragma omp for collapse(3) schedule(static)
+    for (int b = 0; b < B; ++b) {
+      for (int kv = 0; kv < NKV; ++kv) {
+        for (int blk = 0; blk < nblocks; ++blk) {
+          const size_t row0 = static_cast<size_t>(b) * TT * ld;
+          Real* dk = dqkv + row0 + C + static_cast<size_t>(kv) * hs;
+          Real* dv = dk + kv_width;
+          const int sb = blk * kColBlock;
+          const int se = std::min(T, sb + kColBlock);
+          const int se4 = sb + (se - sb) / kTile * kTile;  // end of the full 4-key groups
+          for (int h = kv * group; h < (kv + 1) * group; ++h) {
+            const Real* q = qkv + row0 + static_cast<size_t>(h) * hs;
+            const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
+            const Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
+            const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
+            int t = sb;
+            for (; t + kTile <= T; t += kTile) {
+              const Real* qt = q + t * ld;
+              const Real* got = go + t * ldo;
+              for (int s0 = sb; s0 < se4 && s0 <= t; s0 += kTile) {
+                axpy_4x4(dk + s0 * ld, ld, g_bh + t * TT + s0, 1, TT, qt, ld, hs);
+                axpy_4x4(dv + s0 * ld, ld, a_bh + t * TT + s0, 1, TT, got, ldo, hs);
+              }
+              for (int s = se4; s < se; ++s) {  // keys of a last, partial group
+                for (int j = std::max(0, s - t); j < kTile; ++j) {
+                  const size_t at = (t + j) * TT + s;
+                  axpy_1(dk + s * ld, g_bh[at], qt + j * ld, hs);
+                  axpy_1(dv + s * ld, a_bh[at], got + j * ldo, hs);
+                }
+              }
             }
-          }
-        }
-        for (; t < T; ++t) {  // rows left over after the 4-row groups
-          for (int s = sb; s < se && s <= t; ++s) {
-            const size_t at = t * TT + s;
-            axpy_1(dk + s * ld, g_bh[at], q + t * ld, hs);
-            axpy_1(dv + s * ld, a_bh[at], go + t * ldo, hs);
+            for (; t < T; ++t) {  // rows left over after the 4-row groups
+              for (int s = sb; s < se && s <= t; ++s) {
+                const size_t at = t * TT + s;
+                axpy_1(dk + s * ld, g_bh[at], q + t * ld, hs);
+                axpy_1(dv + s * ld, a_bh[at], go + t * ldo, hs);
+              }
+            }
           }
         }
       }
@@ -254,11 +282,11 @@ void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real*
   }
 }
 
-template void attention_forward<float>(float*, float*, const float*, int, int, int, int);
-template void attention_forward<double>(double*, double*, const double*, int, int, int, int);
+template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);
+template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int);
 template void attention_backward<float>(float*, float*, const float*, const float*, const float*,
-                                        int, int, int, int);
+                                        int, int, int, int, int);
 template void attention_backward<double>(double*, double*, const double*, const double*,
-                                         const double*, int, int, int, int);
+                                         const double*, int, int, int, int, int);
 
 }  // namespace gossamer::kernels::cpu

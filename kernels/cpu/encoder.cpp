@@ -1,4 +1,4 @@
-// Token + position embedding (GPT-2), see encoder.h.
+// Token + position embedding (GPT-2) or token embedding alone (Llama), see encoder.h.
 // The backward is a scatter-add into dwte rows chosen by the tokens; two tokens of a batch may
 // be equal, so rows cannot be split between threads. Instead each thread owns a fixed slice of
 // the channel dimension and walks all (b,t) in order: every dwte/dwpe element is summed in the
@@ -22,6 +22,11 @@ void encoder_forward(Real* out, const int32_t* tokens, const Real* wte, const Re
     const int t = bt % T;
     Real* __restrict__ o = out + static_cast<size_t>(bt) * C;
     const Real* __restrict__ e = wte + static_cast<size_t>(tokens[bt]) * C;
+    if (wpe == nullptr) {
+#pragma omp simd
+      for (int c = 0; c < C; ++c) o[c] = e[c];
+      continue;
+    }
     const Real* __restrict__ p = wpe + static_cast<size_t>(t) * C;
 #pragma omp simd
     for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
@@ -40,6 +45,11 @@ void encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const int32_t* t
       const int t = bt % T;
       const Real* __restrict__ d = dout + static_cast<size_t>(bt) * C + c0;
       Real* __restrict__ e = dwte + static_cast<size_t>(tokens[bt]) * C + c0;
+      if (dwpe == nullptr) {
+#pragma omp simd
+        for (int c = 0; c < nc; ++c) e[c] += d[c];
+        continue;
+      }
       Real* __restrict__ p = dwpe + static_cast<size_t>(t) * C + c0;
 #pragma omp simd
       for (int c = 0; c < nc; ++c) {

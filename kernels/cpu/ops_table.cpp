@@ -9,6 +9,9 @@
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/swiglu.h"
 
 namespace gossamer::kernels {
 
@@ -23,6 +26,12 @@ const OpTable& cpu_ops() {
       cpu::matmul_backward<float>,
       cpu::attention_forward<float>,
       cpu::attention_backward<float>,
+      cpu::rmsnorm_forward<float>,
+      cpu::rmsnorm_backward<float>,
+      cpu::rope_forward<float>,
+      cpu::rope_backward<float>,
+      cpu::swiglu_forward<float>,
+      cpu::swiglu_backward<float>,
       cpu::gelu_forward<float>,
       cpu::gelu_backward<float>,
       cpu::add<float>,

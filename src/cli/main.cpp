@@ -12,12 +12,15 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
-#include "data/gpt2_tokenizer.h"
 #include "data/prep.h"
+#include "data/tokenizer.h"
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "train/bench_train.h"
 #include "train/checkpoint.h"
+#include "train/hf_export.h"
+#include "train/hf_import.h"
+#include "train/hf_tokenizer.h"
 #include "train/run_config.h"
 #include "train/sampler.h"
 #include "train/trainer.h"
@@ -27,7 +30,7 @@ namespace {
 using namespace gossamer;
 
 struct TrainArgs {
-  std::string config, out, resume;
+  std::string config, out, resume, init_from;
   std::vector<std::string> sets;
 };
 
@@ -38,6 +41,16 @@ struct GenerateArgs {
   uint64_t seed = 42;
 };
 
+struct ExportHfArgs {
+  std::string checkpoint, hf_dir;
+  train::HfExportOptions options;
+};
+
+struct ImportHfArgs {
+  std::string hf_dir, checkpoint_dir;
+  bool force = false;
+};
+
 struct BenchArgs {
   std::string config;
   std::vector<std::string> sets;
@@ -45,29 +58,45 @@ struct BenchArgs {
 };
 
 int cmd_train(const TrainArgs& a) {
+  GOSSAMER_CHECK(a.resume.empty() || a.init_from.empty(),
+                 "--init-from and --resume exclude each other (--resume restores the optimizer "
+                 "and step too)");
   std::vector<std::string> sets = a.sets;
   if (!a.out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a.out).dump());
   train::RunConfig config = train::load_run_config(a.config, sets);
-  return train::run_training(config, a.resume);
+  return train::run_training(config, a.resume, a.init_from);
 }
 
 int cmd_generate(const GenerateArgs& a) {
-  const std::string ckpt = train::resolve_checkpoint(a.checkpoint);
-  train::RunConfig config = train::parse_run_config(train::load_checkpoint_config(ckpt),
-                                                    ckpt + "/trainer.json");
+  // A Hugging Face model directory (export-hf output, or any HF GPT-2/Llama) serves as well.
+  const bool hf_dir = train::is_hf_model_dir(a.checkpoint);
+  const std::string ckpt = hf_dir ? a.checkpoint : train::resolve_checkpoint(a.checkpoint);
+  train::RunConfig config;
+  if (hf_dir)
+    config.model = train::read_hf_model_spec(ckpt).config;
+  else
+    config = train::parse_run_config(train::load_checkpoint_config(ckpt), ckpt + "/trainer.json");
   train::configure_cpu_kernels(config.kernels);
-  const auto tok = data::Gpt2Tokenizer::load(a.tokenizer.empty() ? config.data.tokenizer
-                                                                  : a.tokenizer);
+  const auto tok =
+      hf_dir && a.tokenizer.empty()
+          ? train::load_hf_tokenizer(ckpt)
+          : data::load_tokenizer(a.tokenizer.empty() ? config.data.tokenizer : a.tokenizer);
+  GOSSAMER_CHECK(uint32_t(config.model.vocab_size) <= tok->vocab_size(),
+                 "tokenizer %s has %u tokens, fewer than the checkpoint's model.vocab_size %d",
+                 tok->name().c_str(), tok->vocab_size(), config.model.vocab_size);
   GOSSAMER_CHECK(a.tokens >= 1, "--tokens: must be >= 1, found %d", a.tokens);
   auto model = model::make_model(config.model, 1, config.model.max_seq_len, kernels::cpu_ops());
-  train::load_model_weights(ckpt, *model);
-  std::vector<int32_t> prompt = {int32_t(tok.eot_token())};
-  for (uint32_t t : tok.encode(a.prompt)) prompt.push_back(int32_t(t));
+  if (hf_dir)
+    train::load_hf_weights(ckpt, train::read_hf_model_spec(ckpt), *model);
+  else
+    train::load_model_weights(ckpt, *model);
+  std::vector<int32_t> prompt = {int32_t(tok->document_token())};
+  for (uint32_t t : tok->encode(a.prompt)) prompt.push_back(int32_t(t));
   Rng rng(a.seed);
   std::fputs(a.prompt.c_str(), stdout);
   train::generate(*model, prompt, a.tokens, a.sampling, rng, [&](int32_t t) {
-    const uint32_t id = uint32_t(t);
-    std::fputs(tok.decode(std::span<const uint32_t>(&id, 1)).c_str(), stdout);
+    const std::string piece = tok->decode_token(uint32_t(t));
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   });
   std::fputs("\n", stdout);
@@ -93,12 +122,31 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--out", train_args.out, "run directory (overrides train.out_dir)");
   train_cmd->add_option("--resume", train_args.resume,
                         "resume from a checkpoint directory or a run directory (its latest)");
+  train_cmd->add_option("--init-from", train_args.init_from,
+                        "start from the weights of a checkpoint, run or Hugging Face model "
+                        "directory (fresh optimizer, step 0)");
 
   data::PrepOptions prep_args;
   auto* prep_cmd = app.add_subcommand("prep", "tokenize text files into token shards");
-  prep_cmd->add_option("--tokenizer", prep_args.tokenizer_dir,
-                       "GPT-2 tokenizer directory (encoder.json, vocab.bpe)")
-      ->required();
+  auto* prep_tok = prep_cmd->add_option(
+      "--tokenizer", prep_args.tokenizer,
+      "gpt2:DIR, spm:MODEL_FILE, or a GPT-2 tokenizer directory (encoder.json, vocab.bpe)");
+  auto* prep_train = prep_cmd->add_option(
+      "--train-spm", prep_args.train_spm.model_prefix,
+      "SentencePiece: train a model on the inputs first, write PREFIX.model and PREFIX.vocab, "
+      "and tokenize with it");
+  prep_tok->excludes(prep_train);
+  prep_cmd
+      ->add_option("--spm-vocab-size", prep_args.train_spm.vocab_size,
+                   "(with --train-spm) vocabulary size (default 8000)")
+      ->needs(prep_train);
+  std::string prep_spm_type = "bpe";
+  prep_cmd->add_option("--spm-type", prep_spm_type, "(with --train-spm) bpe (default) or unigram")
+      ->needs(prep_train);
+  prep_cmd
+      ->add_flag("--spm-byte-fallback", prep_args.train_spm.byte_fallback,
+                 "(with --train-spm) encode characters outside the vocabulary as UTF-8 byte pieces")
+      ->needs(prep_train);
   prep_cmd->add_option("--output", prep_args.output_prefix,
                        "output prefix: writes PREFIX_000000.bin, PREFIX_000001.bin, ...")
       ->required();
@@ -113,14 +161,16 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--checkpoint", gen_args.checkpoint,
                       "checkpoint directory or run directory (its latest)")
       ->required();
-  gen_cmd->add_option("--prompt", gen_args.prompt, "text to continue (after <|endoftext|>)");
+  gen_cmd->add_option("--prompt", gen_args.prompt,
+                      "text to continue (after the tokenizer's document token)");
   gen_cmd->add_option("--tokens", gen_args.tokens, "tokens to generate");
   gen_cmd->add_option("--temperature", gen_args.sampling.temperature, "0: greedy");
   gen_cmd->add_option("--top-k", gen_args.sampling.top_k, "0: off");
   gen_cmd->add_option("--top-p", gen_args.sampling.top_p, "1: off");
   gen_cmd->add_option("--seed", gen_args.seed, "sampling seed");
   gen_cmd->add_option("--tokenizer", gen_args.tokenizer,
-                      "tokenizer directory (default: the run's data.tokenizer)");
+                      "gpt2:DIR, spm:MODEL_FILE or a GPT-2 directory (default: the run's "
+                      "data.tokenizer)");
 
   BenchArgs bench_args;
   auto* bench_cmd = app.add_subcommand("bench", "time training steps on synthetic tokens");
@@ -131,6 +181,32 @@ int main(int argc, char** argv) {
 
   auto* ref_cmd = app.add_subcommand("config-reference", "print the run config reference");
 
+  ExportHfArgs export_args;
+  auto* export_cmd = app.add_subcommand(
+      "export-hf",
+      "write a Hugging Face model directory (config.json, model.safetensors, tokenizer)");
+  export_cmd
+      ->add_option("checkpoint", export_args.checkpoint,
+                   "checkpoint directory or run directory (its latest)")
+      ->required();
+  export_cmd->add_option("hf-dir", export_args.hf_dir, "output directory (created)")->required();
+  export_cmd->add_option("--tokenizer", export_args.options.tokenizer,
+                         "tokenizer spec to export (default: the checkpoint's data.tokenizer)");
+  export_cmd->add_flag("--no-tokenizer", export_args.options.no_tokenizer,
+                       "write no tokenizer files");
+  export_cmd->add_flag("--force", export_args.options.force,
+                       "replace an existing export in hf-dir");
+
+  ImportHfArgs import_args;
+  auto* import_cmd = app.add_subcommand(
+      "import-hf", "turn a Hugging Face GPT-2/Llama directory into a checkpoint directory");
+  import_cmd->add_option("hf-dir", import_args.hf_dir, "Hugging Face model directory")->required();
+  import_cmd
+      ->add_option("checkpoint", import_args.checkpoint_dir,
+                   "output checkpoint directory (created)")
+      ->required();
+  import_cmd->add_flag("--force", import_args.force, "replace an existing checkpoint directory");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -140,12 +216,17 @@ int main(int argc, char** argv) {
     if (*train_cmd) return cmd_train(train_args);
     if (*prep_cmd) {
       prep_args.doc_split = data::parse_doc_split(prep_docs);
+      prep_args.train_spm.model_type = data::parse_spm_model_type(prep_spm_type);
       data::prep_run(prep_args);
       return 0;
     }
     if (*gen_cmd) return cmd_generate(gen_args);
     if (*bench_cmd) return cmd_bench(bench_args);
     if (*ref_cmd) return std::fputs(train::config_reference_markdown().c_str(), stdout), 0;
+    if (*export_cmd)
+      return train::export_hf(export_args.checkpoint, export_args.hf_dir, export_args.options), 0;
+    if (*import_cmd)
+      return train::import_hf(import_args.hf_dir, import_args.checkpoint_dir, import_args.force), 0;
   } catch (const gossamer::Error& e) {
     gossamer::log_error("%s", e.what());
     return 1;

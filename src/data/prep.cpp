@@ -1,7 +1,8 @@
-// prep_run: reads the inputs as documents (prep.h), encodes them in batches of about
-// kBatchBytes with one document per OpenMP task, and appends [EOT, tokens...] per document in
-// input order to a buffer that is cut into shards of exactly shard_tokens tokens. Batching
-// bounds memory to one batch of text plus one shard of tokens, whatever the input size.
+// prep_run: trains an spm model first when asked, loads the tokenizer, reads the inputs as
+// documents (prep.h), encodes them in batches of about kBatchBytes with one document per
+// OpenMP task, and appends [DOC, tokens...] per document in input order to a buffer that is cut
+// into shards of exactly shard_tokens tokens. Batching bounds memory to one batch of text plus
+// one shard of tokens, whatever the input size.
 #include "data/prep.h"
 
 #include <omp.h>
@@ -11,12 +12,13 @@
 #include <cinttypes>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <span>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "data/gpt2_tokenizer.h"
 #include "data/shard.h"
+#include "data/tokenizer.h"
 
 namespace gossamer::data {
 namespace {
@@ -35,8 +37,8 @@ std::string shard_path(const std::string& prefix, size_t index) {
 
 class ShardSink {
  public:
-  ShardSink(const std::string& prefix, uint64_t shard_tokens, PrepStats& stats)
-      : prefix_(prefix), shard_tokens_(shard_tokens), stats_(stats) {}
+  ShardSink(const std::string& prefix, uint64_t shard_tokens, int version, PrepStats& stats)
+      : prefix_(prefix), shard_tokens_(shard_tokens), version_(version), stats_(stats) {}
 
   void append(uint32_t token) {
     buffer_.push_back(token);
@@ -53,7 +55,7 @@ class ShardSink {
   void flush() {
     if (buffer_.empty()) return;
     std::string path = shard_path(prefix_, stats_.shards.size());
-    write_shard(path, buffer_, kShardVersionU16);
+    write_shard(path, buffer_, version_);
     log_info("prep: wrote %s (%zu tokens)", path.c_str(), buffer_.size());
     stats_.shards.push_back(path);
     buffer_.clear();
@@ -62,18 +64,19 @@ class ShardSink {
  private:
   std::string prefix_;
   uint64_t shard_tokens_;
+  int version_;
   PrepStats& stats_;
   std::vector<uint32_t> buffer_;
 };
 
-void encode_batch(const Gpt2Tokenizer& tok, std::vector<std::string>& docs, ShardSink& sink,
+void encode_batch(const Tokenizer& tok, std::vector<std::string>& docs, ShardSink& sink,
                   PrepStats& stats) {
   std::vector<std::vector<uint32_t>> encoded(docs.size());
   const int64_t n = int64_t(docs.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < n; ++i) encoded[size_t(i)] = tok.encode(docs[size_t(i)]);
   for (size_t i = 0; i < docs.size(); ++i) {
-    sink.append(tok.eot_token());
+    sink.append(tok.document_token());
     sink.append(encoded[i]);
     stats.tokens += 1 + encoded[i].size();
     stats.bytes += docs[i].size();
@@ -95,11 +98,22 @@ PrepStats prep_run(const PrepOptions& opt) {
   GOSSAMER_CHECK(!opt.output_prefix.empty(), "prep: empty output prefix");
   GOSSAMER_CHECK(opt.shard_tokens > 0, "prep: shard_tokens must be positive");
   const auto t0 = std::chrono::steady_clock::now();
-  const Gpt2Tokenizer tok = Gpt2Tokenizer::load(opt.tokenizer_dir);
+  const bool train = !opt.train_spm.model_prefix.empty();
+  GOSSAMER_CHECK(opt.tokenizer.empty() || opt.tokenizer_dir.empty(),
+                 "prep: give the tokenizer once (tokenizer \"%s\", tokenizer_dir \"%s\")",
+                 opt.tokenizer.c_str(), opt.tokenizer_dir.c_str());
+  const std::string spec = opt.tokenizer.empty() ? opt.tokenizer_dir : opt.tokenizer;
+  GOSSAMER_CHECK(!(train && !spec.empty()),
+                 "prep: --train-spm %s and --tokenizer %s exclude each other (the trained model "
+                 "is the tokenizer)",
+                 opt.train_spm.model_prefix.c_str(), spec.c_str());
+  GOSSAMER_CHECK(train || !spec.empty(), "prep: no tokenizer (give --tokenizer or --train-spm)");
   for (const auto& path : opt.inputs) {
     std::ifstream probe(path, std::ios::binary);
     GOSSAMER_CHECK(probe.good(), "prep: input %s: cannot open for reading", path.c_str());
   }
+  std::unique_ptr<Tokenizer> tok;
+  if (!train) tok = load_tokenizer(spec);  // fails before anything is written
   const std::filesystem::path parent = std::filesystem::path(opt.output_prefix).parent_path();
   if (!parent.empty()) {
     std::error_code ec;
@@ -107,20 +121,31 @@ PrepStats prep_run(const PrepOptions& opt) {
     GOSSAMER_CHECK(!ec, "prep: cannot create output directory %s: %s", parent.c_str(),
                    ec.message().c_str());
   }
+  if (train) {
+    SpmTrainOptions train_opt = opt.train_spm;
+    train_opt.inputs = opt.inputs;
+    tok = load_tokenizer("spm:" + spm_train(train_opt).model_path);
+  }
+  const auto t_encode = std::chrono::steady_clock::now();
+  const int version = tok->vocab_size() <= 65536 ? kShardVersionU16 : kShardVersionU32;
+  log_info("prep: tokenizer %s, %u tokens, document token %u, shard version %d",
+           tok->name().c_str(), tok->vocab_size(), tok->document_token(), version);
   log_info("prep: %zu input file(s) -> %s_NNNNNN.bin, %" PRIu64
            " tokens per shard, documents split by %s, %d thread(s)",
            opt.inputs.size(), opt.output_prefix.c_str(), opt.shard_tokens,
            opt.doc_split == DOC_SPLIT_FILE ? "file" : "blank lines", omp_get_max_threads());
 
   PrepStats stats;
-  ShardSink sink(opt.output_prefix, opt.shard_tokens, stats);
+  stats.tokenizer = tok->name();
+  stats.shard_version = version;
+  ShardSink sink(opt.output_prefix, opt.shard_tokens, version, stats);
   std::vector<std::string> docs;
   size_t batch_bytes = 0;
   auto add_doc = [&](std::string&& doc) {
     batch_bytes += doc.size();
     docs.push_back(std::move(doc));
     if (batch_bytes >= kBatchBytes) {
-      encode_batch(tok, docs, sink, stats);
+      encode_batch(*tok, docs, sink, stats);
       batch_bytes = 0;
     }
   };
@@ -152,16 +177,17 @@ PrepStats prep_run(const PrepOptions& opt) {
     log_info("prep: %s: %" PRIu64 " document(s)", path.c_str(),
              stats.documents + docs.size() - docs_before);
   }
-  encode_batch(tok, docs, sink, stats);
+  encode_batch(*tok, docs, sink, stats);
   GOSSAMER_CHECK(stats.documents > 0, "prep: the inputs contain no documents (first input %s)",
                  opt.inputs.front().c_str());
   sink.flush();
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t1 = std::chrono::steady_clock::now();
+  stats.seconds = std::chrono::duration<double>(t1 - t0).count();
+  const double encode_s = std::chrono::duration<double>(t1 - t_encode).count();
   log_info("prep: %" PRIu64 " documents, %" PRIu64 " bytes -> %" PRIu64
            " tokens (%.3f bytes/token) in %zu shard(s), %.2f s, %.0f tokens/s",
            stats.documents, stats.bytes, stats.tokens, double(stats.bytes) / double(stats.tokens),
-           stats.shards.size(), stats.seconds,
-           double(stats.tokens) / std::max(stats.seconds, 1e-9));
+           stats.shards.size(), encode_s, double(stats.tokens) / std::max(encode_s, 1e-9));
   if (std::filesystem::exists(shard_path(opt.output_prefix, stats.shards.size())))
     log_warn("prep: %s is left over from an earlier run; delete it before training on %s_*.bin",
              shard_path(opt.output_prefix, stats.shards.size()).c_str(), opt.output_prefix.c_str());

@@ -160,7 +160,7 @@ float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T)
     ops_.layernorm_forward(ln1, ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, residual,
                            p + o.ln1w, p + o.ln1b, N, C_);
     ops_.matmul_forward(qkv, ln1, p + o.qkvw, p + o.qkvb, N, C_, 3 * C_);
-    ops_.attention_forward(atty, att, qkv, B, T, C_, NH_);
+    ops_.attention_forward(atty, att, qkv, B, T, C_, NH_, NH_);
     ops_.matmul_forward(residual2, atty, p + o.attprojw, p + o.attprojb, N, C_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
@@ -235,7 +235,7 @@ void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
     ops_.matmul_backward(datty, g + o.attprojw, g + o.attprojb, dres, atty, p + o.attprojw, N, C_,
                          C_);
     zero(dqkv_.data(), 3 * BTC);
-    ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, C_, NH_);
+    ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, C_, NH_, NH_);
     float* dln1 = dbt_c_.data();
     zero(dln1, BTC);
     ops_.matmul_backward(dln1, g + o.qkvw, g + o.qkvb, dqkv_.data(), ln1, p + o.qkvw, N, C_,

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "model/gpt2.h"
+#include "model/llama.h"
 
 namespace gossamer::model {
 
@@ -15,6 +16,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, int max_batch, int 
                                   const kernels::OpTable& ops) {
   config.validate();
   if (config.family == "gpt2") return std::make_unique<Gpt2>(config, max_batch, max_seq, ops);
+  if (config.family == "llama") return std::make_unique<Llama>(config, max_batch, max_seq, ops);
   fail("model.family: no model implementation for family \"%s\" in this build",
        config.family.c_str());
 }

@@ -11,14 +11,13 @@ void ModelConfig::validate(const std::string& p) const {
                  p.c_str(), family.c_str());
   GOSSAMER_CHECK(n_layer >= 1, "%sn_layer: must be >= 1, found %d", p.c_str(), n_layer);
   GOSSAMER_CHECK(d_model >= 1, "%sd_model: must be >= 1, found %d", p.c_str(), d_model);
-  GOSSAMER_CHECK(n_head >= 1 && d_model % n_head == 0,
-                 "%sn_head: must divide d_model=%d, found %d", p.c_str(), d_model, n_head);
+  GOSSAMER_CHECK(n_head >= 1 && d_model % n_head == 0, "%sn_head: must divide d_model=%d, found %d",
+                 p.c_str(), d_model, n_head);
   GOSSAMER_CHECK(vocab_size >= 2, "%svocab_size: must be >= 2, found %d", p.c_str(), vocab_size);
   GOSSAMER_CHECK(padded_vocab == 0 || padded_vocab >= vocab_size,
                  "%spadded_vocab: must be 0 or >= vocab_size=%d, found %d", p.c_str(), vocab_size,
                  padded_vocab);
-  GOSSAMER_CHECK(max_seq_len >= 1, "%smax_seq_len: must be >= 1, found %d", p.c_str(),
-                 max_seq_len);
+  GOSSAMER_CHECK(max_seq_len >= 1, "%smax_seq_len: must be >= 1, found %d", p.c_str(), max_seq_len);
   GOSSAMER_CHECK(n_kv_head >= 0 && n_head % n_kv_head_resolved() == 0,
                  "%sn_kv_head: must divide n_head=%d, found %d", p.c_str(), n_head, n_kv_head);
   GOSSAMER_CHECK(d_ff >= 0, "%sd_ff: must be >= 0, found %d", p.c_str(), d_ff);
@@ -31,6 +30,19 @@ void ModelConfig::validate(const std::string& p) const {
     GOSSAMER_CHECK(d_ff == 0 || d_ff == 4 * d_model,
                    "%sd_ff: gpt2's MLP is 4*d_model=%d wide (leave it 0), found %d", p.c_str(),
                    4 * d_model, d_ff);
+    GOSSAMER_CHECK(rope_theta == ModelConfig{}.rope_theta,
+                   "%srope_theta: gpt2 has no rotary embedding (leave it out), found %g", p.c_str(),
+                   rope_theta);
+    GOSSAMER_CHECK(norm_eps == ModelConfig{}.norm_eps,
+                   "%snorm_eps: gpt2's LayerNorm epsilon is fixed at 1e-5 (leave it out), found %g",
+                   p.c_str(), norm_eps);
+  }
+  if (family == "llama") {
+    const int hs = d_model / n_head;
+    GOSSAMER_CHECK(hs % 2 == 0,
+                   "%sn_head: llama's rotary embedding needs an even head size d_model/n_head, "
+                   "found %d/%d = %d",
+                   p.c_str(), d_model, n_head, hs);
   }
   GOSSAMER_CHECK(init_std > 0, "%sinit_std: must be > 0, found %g", p.c_str(), init_std);
 }

@@ -31,7 +31,7 @@ struct DataConfig {
     v("seq_len", seq_len, "tokens per sequence T");
     v("micro_batch", micro_batch, "sequences per forward/backward on each rank (B)");
     v("shuffle", shuffle, "visit training windows in a seeded random order each epoch");
-    v("tokenizer", tokenizer, "GPT-2 tokenizer directory (encoder.json, vocab.bpe), used for samples");
+    v("tokenizer", tokenizer, "tokenizer for samples and generate: gpt2:DIR, spm:MODEL_FILE, or a GPT-2 directory (encoder.json, vocab.bpe)");
   }
 };
 

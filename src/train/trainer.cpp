@@ -15,14 +15,15 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
-#include "data/gpt2_tokenizer.h"
 #include "data/loader.h"
+#include "data/tokenizer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/hf_import.h"
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
 #include "train/sampler.h"
@@ -72,7 +73,8 @@ void prepare_run_dir(const std::string& dir, const json& config) {
 
 }  // namespace
 
-int run_training(RunConfig config, const std::string& resume_path) {
+int run_training(RunConfig config, const std::string& resume_path, const std::string& init_from) {
+  interrupt_install();  // first: every thread created from here on inherits the mask
   const int world = 1, rank = 0;
   config.validate(world);
   const auto& d = config.data;
@@ -99,12 +101,18 @@ int run_training(RunConfig config, const std::string& resume_path) {
                    "data.val: holds %llu windows of %d tokens, fewer than one micro-batch (%d)",
                    (unsigned long long)val_loader->num_windows(), T + 1, B);
   }
-  std::optional<data::Gpt2Tokenizer> tokenizer;
-  if (tc.sample_every > 0) tokenizer = data::Gpt2Tokenizer::load(d.tokenizer);
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  if (tc.sample_every > 0) tokenizer = data::load_tokenizer(d.tokenizer);
+  GOSSAMER_CHECK(!tokenizer || uint32_t(config.model.vocab_size) <= tokenizer->vocab_size(),
+                 "data.tokenizer: %s has %u tokens, fewer than model.vocab_size %d: samples could "
+                 "hold ids it cannot decode",
+                 d.tokenizer.c_str(), tokenizer ? tokenizer->vocab_size() : 0,
+                 config.model.vocab_size);
 
   auto model_ptr = model::make_model(config.model, B, T, ops);
   model::Model& model = *model_ptr;
   model.init_weights(tc.seed);
+  if (!init_from.empty()) init_weights_from(init_from, model);  // shapes checked; fresh optimizer
   auto optimizer = optim::make_optimizer(config.optimizer, model.layout(), ops);
 
   TrainerState state;
@@ -125,7 +133,6 @@ int run_training(RunConfig config, const std::string& resume_path) {
   prepare_run_dir(tc.out_dir, resolved);
   MetricsLog metrics((fs::path(tc.out_dir) / "metrics.jsonl").string(),
                      resumed_from.empty() ? -1 : state.step);
-  interrupt_install();
 
   const double peak = config.metrics.peak_gflops > 0 ? config.metrics.peak_gflops
                                                      : kernels::cpu::gemm_peak_gflops_measured();
@@ -161,7 +168,7 @@ int run_training(RunConfig config, const std::string& resume_path) {
   };
   auto run_sample = [&]() {
     if (!tokenizer) return;
-    std::vector<int32_t> prompt = {int32_t(tokenizer->eot_token())};
+    std::vector<int32_t> prompt = {int32_t(tokenizer->document_token())};
     auto out = generate(model, prompt, int(tc.sample_tokens), SamplingOptions{}, sample_rng);
     std::vector<uint32_t> ids(out.begin(), out.end());
     log_info("sample: %s", tokenizer->decode(ids).c_str());

@@ -11,7 +11,10 @@
 
 namespace gossamer::train {
 
-int run_training(RunConfig config, const std::string& resume_path);
+// init_from (optional, exclusive with resume_path): start from the weights of a checkpoint, a
+// run directory or a Hugging Face model directory (hf_import.h), with a fresh optimizer.
+int run_training(RunConfig config, const std::string& resume_path,
+                 const std::string& init_from = "");
 
 // Applies kernels.threads and kernels.gemm to this process and logs the choice.
 void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node = 1);

@@ -10,11 +10,13 @@ check() {
   local got; got="$(flags_of "$@")"
   [[ "$got" == "$expected" ]] && pass "$name flags: $got" || fail "$name flags changed: got [$got], expected [$expected]"
 }
-check "top level" "--version -h,--help bench config-reference generate prep train " 
-check "train" "--out --resume --set -c,--config -h,--help " train
-check "prep" "--docs --output --shard-tokens --tokenizer -h,--help inputs " prep
+check "top level" "--version -h,--help bench config-reference export-hf generate import-hf prep train " 
+check "train" "--init-from --out --resume --set -c,--config -h,--help " train
+check "prep" "--docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "generate" "--checkpoint --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
 check "bench" "--set --steps --warmup -c,--config -h,--help " bench
+check "export-hf" "--force --no-tokenizer --tokenizer -h,--help checkpoint hf-dir " export-hf
+check "import-hf" "--force -h,--help checkpoint hf-dir " import-hf
 
 if diff <("$GOSSAMER" config-reference) docs/CONFIG.md >/dev/null; then
   pass "docs/CONFIG.md matches config-reference"

@@ -10,19 +10,14 @@
 //      (pre-filled with NaN), "+=" gradients add to pre-filled nonzero values, a second float
 //      run is bitwise identical, plus per-op invariants (causal zeros, padded columns).
 // The elementwise helpers have no backward; they get exact checks at the end of the file.
+// The driver is shared with the other op tests: tests/unit/op_test_harness.h.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <functional>
 #include <limits>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,416 +29,15 @@
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/matmul.h"
+#include "op_test_harness.h"
 
 namespace {
 
 using gossamer::Rng;
+using namespace gossamer::op_test;
 namespace cpu = gossamer::kernels::cpu;
 
-// ---- guarded buffers -------------------------------------------------------------------------
-
-constexpr size_t kGuard = 32;  // sentinel elements before and after every buffer
-
-template <class T>
-T sentinel();
-template <>
-float sentinel<float>() {
-  return std::bit_cast<float>(uint32_t{0x7FC5A5A5});  // a NaN with a payload no op produces
-}
-template <>
-double sentinel<double>() {
-  return std::bit_cast<double>(uint64_t{0x7FF8A5A5A5A5A5A5});
-}
-
-// A buffer of n elements with kGuard sentinels on each side.
-template <class T>
-class Guarded {
- public:
-  Guarded() = default;
-  Guarded(size_t n, T fill) : n_(n), buf_(n + 2 * kGuard, fill) {
-    for (size_t i = 0; i < kGuard; ++i) buf_[i] = buf_[kGuard + n + i] = sentinel<T>();
-  }
-  T* data() { return buf_.empty() ? nullptr : buf_.data() + kGuard; }
-  const T* data() const { return buf_.empty() ? nullptr : buf_.data() + kGuard; }
-  size_t size() const { return n_; }
-  T& operator[](size_t i) { return buf_[kGuard + i]; }
-  const T& operator[](size_t i) const { return buf_[kGuard + i]; }
-  bool guards_intact() const {
-    if (buf_.empty()) return true;
-    const T s = sentinel<T>();
-    for (size_t i = 0; i < kGuard; ++i) {
-      if (std::memcmp(&buf_[i], &s, sizeof(T)) != 0) return false;
-      if (std::memcmp(&buf_[kGuard + n_ + i], &s, sizeof(T)) != 0) return false;
-    }
-    return true;
-  }
-
- private:
-  size_t n_ = 0;
-  std::vector<T> buf_;
-};
-
-// All buffers of one run of a case, in type T.
-template <class T>
-struct Run {
-  std::vector<Guarded<T>> in;    // forward inputs, from the case's double values
-  std::vector<Guarded<T>> grad;  // one per input; empty when the input has no gradient
-  std::vector<Guarded<T>> out;   // forward outputs, pre-filled with NaN (all are assigned)
-  std::vector<Guarded<T>> dout;  // loss weights R_j of out_j; empty when out_j is not in L
-  std::vector<Guarded<T>> work;  // workspaces, pre-filled with NaN
-};
-
-// ---- the case abstraction --------------------------------------------------------------------
-
-class OpCase {
- public:
-  struct Input {
-    std::string name;
-    std::vector<double> value;
-    bool has_grad = true;
-    bool grad_assigned = false;  // backward assigns (=) this gradient instead of adding (+=)
-  };
-  struct Output {
-    std::string name;
-    size_t n = 0;
-    std::vector<double> weight;  // R_j; empty: not part of the loss
-  };
-
-  virtual ~OpCase() = default;
-  virtual std::string name() const = 0;
-  // Declares inputs, outputs and workspaces and draws every value (and integer argument).
-  virtual void build(Rng& rng) = 0;
-  virtual void forward(Run<float>& r) = 0;
-  virtual void forward(Run<double>& r) = 0;
-  virtual void backward(Run<float>& r) = 0;
-  virtual void backward(Run<double>& r) = 0;
-  // Op-specific invariants, called after forward + backward.
-  virtual void check(const Run<float>&) const {}
-  virtual void check(const Run<double>&) const {}
-
-  // Central-difference step. Inputs are O(1); with h = 1e-5 in double the truncation error is
-  // h^2 f'''/6 ~ 1e-11 and the rounding error is (rounding of the outputs, ~1e-16 each and
-  // ~1e-14 summed into L; L itself is summed in long double) / 2h ~ 1e-9.
-  virtual double grad_eps() const { return 1e-5; }
-  // |analytic - fd| <= fd_atol + fd_rtol |fd|: ~100x the error budget above, while any real bug
-  // (a missing term, a wrong index) gives errors of the order of the gradient itself.
-  virtual double fd_atol() const { return 1e-7; }
-  virtual double fd_rtol() const { return 1e-6; }
-  // float vs double: max |f - d| / (|d| + rms(d)) per tensor. Float rounding of reductions of
-  // up to ~10^3 terms of mixed sign stays below ~1e-6 relative to the RMS; 1e-5 leaves margin.
-  virtual double max_err() const { return 1e-5; }
-  // Lower bound of the RMS scale in that comparison, for tensors that are 0 in real arithmetic.
-  virtual double err_floor() const { return 0.0; }
-  // Gradients with more elements are checked on a random subset of this size, plus extras.
-  virtual size_t fd_max_points() const { return 400; }
-  virtual std::vector<size_t> fd_extra_points(size_t /*input*/) const { return {}; }
-
-  const std::vector<Input>& inputs() const { return inputs_; }
-  const std::vector<Output>& outputs() const { return outputs_; }
-  const std::vector<size_t>& works() const { return works_; }
-  std::vector<Input>& mutable_inputs() { return inputs_; }
-  std::vector<Output>& mutable_outputs() { return outputs_; }
-
- protected:
-  std::vector<double>& add_input(const std::string& name, size_t n, bool has_grad = true,
-                                 bool grad_assigned = false) {
-    inputs_.push_back({name, std::vector<double>(n), has_grad, grad_assigned});
-    return inputs_.back().value;
-  }
-  // loss_rng: draw random loss weights R (null: the output is not part of the loss).
-  void add_output(const std::string& name, size_t n, Rng* loss_rng) {
-    std::vector<double> weight;
-    if (loss_rng != nullptr) {
-      weight.resize(n);
-      for (auto& w : weight) w = loss_rng->normal();
-    }
-    add_output(name, n, std::move(weight));
-  }
-  void add_output(const std::string& name, size_t n, std::vector<double> weight) {
-    outputs_.push_back({name, n, std::move(weight)});
-  }
-  void add_work(size_t n) { works_.push_back(n); }
-
- private:
-  std::vector<Input> inputs_;
-  std::vector<Output> outputs_;
-  std::vector<size_t> works_;
-};
-
-// Implements the four virtual entry points with the case's templates fwd<T>() / bwd<T>(), and
-// the two check() overrides with chk<T>().
-// clang-format off
-#define OP_CASE_DISPATCH                                   \
-  void forward(Run<float>& r) override { fwd(r); }         \
-  void forward(Run<double>& r) override { fwd(r); }        \
-  void backward(Run<float>& r) override { bwd(r); }        \
-  void backward(Run<double>& r) override { bwd(r); }
-#define OP_CASE_CHECKS                                       \
-  void check(const Run<float>& r) const override { chk(r); } \
-  void check(const Run<double>& r) const override { chk(r); }
-// clang-format on
-
-void fill_normal(std::vector<double>& v, Rng& rng, double mean = 0.0, double stddev = 1.0) {
-  for (auto& x : v) x = mean + stddev * rng.normal();
-}
-
-// ---- the driver ------------------------------------------------------------------------------
-
-// prefill[i]: initial values of input i's gradient buffer (ignored for assigned gradients).
-template <class T>
-Run<T> make_run(const OpCase& c, const std::vector<std::vector<double>>& prefill) {
-  const T nan = std::numeric_limits<T>::quiet_NaN();
-  Run<T> r;
-  for (size_t i = 0; i < c.inputs().size(); ++i) {
-    const auto& in = c.inputs()[i];
-    Guarded<T> g(in.value.size(), T(0));
-    for (size_t k = 0; k < in.value.size(); ++k) g[k] = static_cast<T>(in.value[k]);
-    r.in.push_back(std::move(g));
-    if (!in.has_grad) {
-      r.grad.emplace_back();
-    } else if (in.grad_assigned) {
-      r.grad.emplace_back(in.value.size(), nan);
-    } else {
-      Guarded<T> d(in.value.size(), T(0));
-      for (size_t k = 0; k < in.value.size(); ++k) d[k] = static_cast<T>(prefill[i][k]);
-      r.grad.push_back(std::move(d));
-    }
-  }
-  for (const auto& o : c.outputs()) {
-    r.out.emplace_back(o.n, nan);
-    Guarded<T> w(o.weight.size(), T(0));
-    for (size_t k = 0; k < o.weight.size(); ++k) w[k] = static_cast<T>(o.weight[k]);
-    r.dout.push_back(std::move(w));
-  }
-  for (size_t n : c.works()) r.work.emplace_back(n, nan);
-  return r;
-}
-
-template <class T>
-long double loss(const OpCase& c, const Run<T>& r) {
-  long double l = 0;
-  for (size_t j = 0; j < c.outputs().size(); ++j) {
-    const auto& w = c.outputs()[j].weight;
-    for (size_t k = 0; k < w.size(); ++k) l += static_cast<long double>(r.out[j][k]) * w[k];
-  }
-  return l;
-}
-
-// The gradient the backward produced: buffer minus pre-fill (exact for the pre-fills used).
-template <class T>
-std::vector<double> produced_grad(const OpCase& c, const Run<T>& r, size_t i,
-                                  const std::vector<std::vector<double>>& prefill) {
-  std::vector<double> g(r.grad[i].size());
-  for (size_t k = 0; k < g.size(); ++k) {
-    const double base =
-        c.inputs()[i].grad_assigned ? 0.0 : static_cast<double>(static_cast<T>(prefill[i][k]));
-    g[k] = static_cast<double>(r.grad[i][k]) - base;
-  }
-  return g;
-}
-
-template <class T>
-size_t count_nonfinite(const Guarded<T>& g) {
-  size_t bad = 0;
-  for (size_t k = 0; k < g.size(); ++k) bad += !std::isfinite(g[k]);
-  return bad;
-}
-
-// Guards, unchanged inputs, finiteness of outputs and gradients, per-op invariants.
-template <class T>
-void check_run(const OpCase& c, const Run<T>& r, const char* type) {
-  for (size_t i = 0; i < r.in.size(); ++i) {
-    const auto& in = c.inputs()[i];
-    EXPECT_TRUE(r.in[i].guards_intact()) << type << " input " << in.name << ": guard written";
-    size_t changed = 0;
-    for (size_t k = 0; k < in.value.size(); ++k) {
-      const T want = static_cast<T>(in.value[k]);
-      changed += std::memcmp(&r.in[i][k], &want, sizeof(T)) != 0;
-    }
-    EXPECT_EQ(changed, 0u) << type << " input " << in.name << " was modified";
-    EXPECT_TRUE(r.grad[i].guards_intact()) << type << " grad " << in.name << ": guard written";
-    EXPECT_EQ(count_nonfinite(r.grad[i]), 0u) << type << " grad " << in.name << ": NaN/Inf";
-  }
-  for (size_t j = 0; j < r.out.size(); ++j) {
-    const auto& name = c.outputs()[j].name;
-    EXPECT_TRUE(r.out[j].guards_intact()) << type << " output " << name << ": guard written";
-    EXPECT_EQ(count_nonfinite(r.out[j]), 0u)
-        << type << " output " << name << ": NaN/Inf (or an element left unassigned)";
-    EXPECT_TRUE(r.dout[j].guards_intact()) << type << " dout " << name << ": guard written";
-  }
-  for (size_t w = 0; w < r.work.size(); ++w) {
-    EXPECT_TRUE(r.work[w].guards_intact()) << type << " workspace " << w << ": guard written";
-  }
-  c.check(r);
-}
-
-// max_k |f_k - d_k| / (|d_k| + max(rms(d), min_floor))
-double max_rel_err(const std::vector<double>& f, const std::vector<double>& d, double min_floor) {
-  double ss = 0;
-  for (double x : d) ss += x * x;
-  const double floor = std::max({std::sqrt(ss / std::max<size_t>(d.size(), 1)), min_floor, 1e-30});
-  double worst = 0;
-  for (size_t k = 0; k < d.size(); ++k) {
-    worst = std::max(worst, std::fabs(f[k] - d[k]) / (std::fabs(d[k]) + floor));
-  }
-  return worst;
-}
-
-template <class T>
-std::vector<double> to_double(const Guarded<T>& g) {
-  std::vector<double> v(g.size());
-  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(g[k]);
-  return v;
-}
-
-template <class T>
-bool bitwise_equal(const Guarded<T>& a, const Guarded<T>& b) {
-  return a.size() == b.size() &&
-         (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-// A fixed nonzero pattern in [-1.5, 1.5] * magnitude, exact in float for magnitude = 2^k.
-std::vector<double> prefill_pattern(size_t n, double magnitude) {
-  std::vector<double> p(n);
-  for (size_t k = 0; k < n; ++k) p[k] = magnitude * 0.5 * static_cast<double>(int(k % 7) - 3);
-  return p;
-}
-
-// FNV-1a: a per-case seed that is the same on every platform (std::hash is not).
-uint64_t name_seed(const std::string& name) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
-
-// Sets the OpenMP thread count for a scope and restores it, also when a test throws.
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ScopedThreads() { omp_set_num_threads(saved_); }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int saved_;
-};
-
-void run_case(OpCase& c) {
-  Rng rng(0x5eed, name_seed(c.name()));
-  c.build(rng);
-  const size_t nin = c.inputs().size();
-  // Inputs and loss weights are rounded to float, so that the float and double runs see the
-  // same values and their comparison measures the ops' arithmetic alone.
-  for (auto& in : c.mutable_inputs()) {
-    for (auto& x : in.value) x = static_cast<float>(x);
-  }
-  for (auto& out : c.mutable_outputs()) {
-    for (auto& w : out.weight) w = static_cast<float>(w);
-  }
-
-  // 1. double: forward + backward, finite-difference check of every gradient.
-  std::vector<std::vector<double>> prefill64(nin);
-  for (size_t i = 0; i < nin; ++i) prefill64[i] = prefill_pattern(c.inputs()[i].value.size(), 1);
-  Run<double> r64 = make_run<double>(c, prefill64);
-  c.forward(r64);
-  c.backward(r64);
-  check_run(c, r64, "double");
-
-  std::vector<std::vector<double>> grad64(nin);
-  double worst_fd = 0;
-  // The thousands of small probe forwards run on one thread: a parallel region per tiny call
-  // only adds fork/join cost (and stalls when the machine is oversubscribed). The analytic
-  // runs above and below keep the default thread count.
-  auto one_thread = std::make_unique<ScopedThreads>(1);
-  Run<double> probe = make_run<double>(c, prefill64);
-  for (size_t i = 0; i < nin; ++i) {
-    const auto& in = c.inputs()[i];
-    if (!in.has_grad) continue;
-    grad64[i] = produced_grad(c, r64, i, prefill64);
-    const size_t n = in.value.size();
-    std::vector<size_t> points;
-    if (n <= c.fd_max_points()) {
-      for (size_t k = 0; k < n; ++k) points.push_back(k);
-    } else {
-      for (size_t k = 0; k < c.fd_max_points(); ++k) points.push_back(rng.below(n));
-      points.push_back(0);
-      points.push_back(n - 1);
-    }
-    for (size_t k : c.fd_extra_points(i)) points.push_back(k);
-    size_t bad = 0;
-    for (size_t k : points) {
-      const double x0 = probe.in[i][k];
-      const double xp = x0 + c.grad_eps(), xm = x0 - c.grad_eps();
-      probe.in[i][k] = xp;
-      c.forward(probe);
-      const long double lp = loss(c, probe);
-      probe.in[i][k] = xm;
-      c.forward(probe);
-      const long double lm = loss(c, probe);
-      probe.in[i][k] = x0;
-      const double fd = static_cast<double>((lp - lm) / (xp - xm));
-      const double err = std::fabs(grad64[i][k] - fd);
-      worst_fd = std::max(worst_fd, err / (c.fd_atol() + c.fd_rtol() * std::fabs(fd)));
-      if (err > c.fd_atol() + c.fd_rtol() * std::fabs(fd) && ++bad <= 5) {
-        ADD_FAILURE() << c.name() << ": d" << in.name << "[" << k << "] analytic " << grad64[i][k]
-                      << " vs finite difference " << fd;
-      }
-    }
-    EXPECT_EQ(bad, 0u) << c.name() << ": d" << in.name << " wrong at " << bad << " of "
-                       << points.size() << " checked points";
-  }
-
-  one_thread.reset();
-
-  // 2. float vs double. Pre-fills scaled to each gradient's RMS, so that (P + g) - P loses
-  //    nothing measurable in float.
-  std::vector<std::vector<double>> prefill32(nin);
-  for (size_t i = 0; i < nin; ++i) {
-    double ss = 0;
-    for (double g : grad64[i]) ss += g * g;
-    const double rms = grad64[i].empty() ? 1.0 : std::sqrt(ss / grad64[i].size());
-    const double pow2 = rms > 0 ? std::exp2(std::floor(std::log2(rms))) : 1.0;
-    prefill32[i] = prefill_pattern(c.inputs()[i].value.size(), pow2);
-  }
-  Run<float> r32 = make_run<float>(c, prefill32);
-  c.forward(r32);
-  c.backward(r32);
-  check_run(c, r32, "float");
-  double worst32 = 0;
-  for (size_t j = 0; j < r32.out.size(); ++j) {
-    const double e = max_rel_err(to_double(r32.out[j]), to_double(r64.out[j]), c.err_floor());
-    worst32 = std::max(worst32, e);
-    EXPECT_LE(e, c.max_err()) << c.name() << ": float vs double, output " << c.outputs()[j].name;
-  }
-  for (size_t i = 0; i < nin; ++i) {
-    if (!c.inputs()[i].has_grad) continue;
-    const double e = max_rel_err(produced_grad(c, r32, i, prefill32), grad64[i], c.err_floor());
-    worst32 = std::max(worst32, e);
-    EXPECT_LE(e, c.max_err()) << c.name() << ": float vs double, d" << c.inputs()[i].name;
-  }
-
-  // 3. Determinism: a second float run is bitwise identical.
-  Run<float> again = make_run<float>(c, prefill32);
-  c.forward(again);
-  c.backward(again);
-  for (size_t j = 0; j < r32.out.size(); ++j) {
-    EXPECT_TRUE(bitwise_equal(r32.out[j], again.out[j]))
-        << c.name() << ": output " << c.outputs()[j].name << " differs between two runs";
-  }
-  for (size_t i = 0; i < nin; ++i) {
-    EXPECT_TRUE(bitwise_equal(r32.grad[i], again.grad[i]))
-        << c.name() << ": d" << c.inputs()[i].name << " differs between two runs";
-  }
-  std::printf("  %-44s fd err/tol %.2e   f32 rel err %.2e\n", c.name().c_str(), worst_fd, worst32);
-}
-
 // ---- the ops ---------------------------------------------------------------------------------
-
-std::string dims(const char* op, std::initializer_list<std::pair<const char*, int>> d) {
-  std::string s = op;
-  for (const auto& [k, v] : d) s += std::string("_") + k + std::to_string(v);
-  return s;
-}
 
 class EncoderCase : public OpCase {
  public:
@@ -561,12 +155,12 @@ class AttentionCase : public OpCase {
  private:
   template <class T>
   void fwd(Run<T>& r) {
-    cpu::attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C_, NH_);
+    cpu::attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C_, NH_, NH_);
   }
   template <class T>
   void bwd(Run<T>& r) {
     cpu::attention_backward(r.grad[0].data(), r.work[0].data(), r.dout[0].data(), r.in[0].data(),
-                            r.out[1].data(), B_, T_, C_, NH_);
+                            r.out[1].data(), B_, T_, C_, NH_, NH_);
   }
   // Causal: exact zeros above the diagonal; each row a distribution.
   template <class T>
@@ -713,22 +307,6 @@ class CrossEntropyCase : public OpCase {
 };
 
 // ---- the grid --------------------------------------------------------------------------------
-
-struct CaseEntry {
-  std::string name;
-  std::function<std::unique_ptr<OpCase>()> make;
-};
-
-// gtest prints a failing parameter with this (instead of its bytes).
-void PrintTo(const CaseEntry& e, std::ostream* os) {
-  *os << e.name;
-}
-
-template <class Case, class... Args>
-CaseEntry entry(Args... args) {
-  auto make = [=] { return std::unique_ptr<OpCase>(new Case(args...)); };
-  return {make()->name(), make};
-}
 
 std::vector<CaseEntry> all_cases() {
   std::vector<CaseEntry> v;
