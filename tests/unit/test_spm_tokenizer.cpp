@@ -25,34 +25,14 @@
 #include "data/spm_tokenizer.h"
 #include "data/spm_train.h"
 #include "data/tokenizer.h"
+#include "test_util.h"
 
 namespace gossamer::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gossamer_test_spm_XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) throw Error("mkdtemp failed for " + tmpl);
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using gossamer::testing::TempDir;
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
@@ -68,17 +48,7 @@ std::string read_file(const std::string& path) {
 }
 
 // Expects fn to throw gossamer::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
-    return;
-  }
-  ADD_FAILURE() << "expected a gossamer::Error";
-}
+using gossamer::testing::expect_error;
 
 std::string gpt2_dir() {
   const char* env = std::getenv("GOSSAMER_TOKENIZER_DIR");
