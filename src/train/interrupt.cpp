@@ -35,6 +35,9 @@ void interrupt_install() {
         (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
         _exit(128 + sig);
       }
+      static const char msg[] =
+          "[warn] signal received: finishing this step, then a checkpoint (again: stop now)\n";
+      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
     }
   }).detach();
 }
