@@ -6,8 +6,8 @@
 namespace gossamer::kernels::cpu {
 
 template <class T>
-void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, int64_t t) {
+void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int64_t t) {
   const T b1 = beta1, b2 = beta2;
   const T bc1 = T(1) - static_cast<T>(std::pow(double(beta1), double(t)));
   const T bc2 = T(1) - static_cast<T>(std::pow(double(beta2), double(t)));
@@ -26,9 +26,9 @@ void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float
   }
 }
 
-template void adamw_update<float>(float*, const float*, float*, float*, size_t, float, float,
-                                  float, float, float, int64_t);
-template void adamw_update<double>(double*, const double*, double*, double*, size_t, float,
-                                   float, float, float, float, int64_t);
+template void adamw_update<float>(float*, const float*, float*, float*, size_t, float, float, float,
+                                  float, float, int64_t);
+template void adamw_update<double>(double*, const double*, double*, double*, size_t, float, float,
+                                   float, float, float, int64_t);
 
 }  // namespace gossamer::kernels::cpu

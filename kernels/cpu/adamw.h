@@ -11,7 +11,7 @@
 namespace gossamer::kernels::cpu {
 
 template <class T>
-void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, int64_t t);
+void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int64_t t);
 
 }  // namespace gossamer::kernels::cpu

@@ -13,14 +13,14 @@
 namespace gossamer::kernels::cpu {
 
 template <class T>
-void crossentropy_forward(T* losses,              // (N)
-                          T* probs,               // (N,Vp)
-                          const T* logits,        // (N,Vp)
+void crossentropy_forward(T* losses,               // (N)
+                          T* probs,                // (N,Vp)
+                          const T* logits,         // (N,Vp)
                           const int32_t* targets,  // (N)
                           int N, int V, int Vp);
 
 template <class T>
-void crossentropy_backward(T* dlogits,             // (N,Vp)
+void crossentropy_backward(T* dlogits,              // (N,Vp)
                            const T* probs,          // (N,Vp)
                            const int32_t* targets,  // (N)
                            T scale, int N, int V, int Vp);

@@ -147,8 +147,9 @@ int main(int argc, char** argv) {
       ->add_flag("--spm-byte-fallback", prep_args.train_spm.byte_fallback,
                  "(with --train-spm) encode characters outside the vocabulary as UTF-8 byte pieces")
       ->needs(prep_train);
-  prep_cmd->add_option("--output", prep_args.output_prefix,
-                       "output prefix: writes PREFIX_000000.bin, PREFIX_000001.bin, ...")
+  prep_cmd
+      ->add_option("--output", prep_args.output_prefix,
+                   "output prefix: writes PREFIX_000000.bin, PREFIX_000001.bin, ...")
       ->required();
   prep_cmd->add_option("--shard-tokens", prep_args.shard_tokens, "tokens per shard at most");
   std::string prep_docs = "blank-line";
@@ -158,8 +159,9 @@ int main(int argc, char** argv) {
 
   GenerateArgs gen_args;
   auto* gen_cmd = app.add_subcommand("generate", "sample text from a checkpoint");
-  gen_cmd->add_option("--checkpoint", gen_args.checkpoint,
-                      "checkpoint directory or run directory (its latest)")
+  gen_cmd
+      ->add_option("--checkpoint", gen_args.checkpoint,
+                   "checkpoint directory or run directory (its latest)")
       ->required();
   gen_cmd->add_option("--prompt", gen_args.prompt,
                       "text to continue (after the tokenizer's document token)");

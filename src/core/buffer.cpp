@@ -24,6 +24,8 @@ void* host_alloc(size_t bytes) {
   return p;
 }
 
-void host_free(void* p, size_t) { std::free(p); }
+void host_free(void* p, size_t) {
+  std::free(p);
+}
 
 }  // namespace gossamer

@@ -17,7 +17,8 @@ template <class T>
 class HostBuffer {
  public:
   HostBuffer() = default;
-  explicit HostBuffer(size_t n) : n_(n), p_(n ? static_cast<T*>(host_alloc(n * sizeof(T))) : nullptr) {}
+  explicit HostBuffer(size_t n)
+      : n_(n), p_(n ? static_cast<T*>(host_alloc(n * sizeof(T))) : nullptr) {}
   ~HostBuffer() { release(); }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;

@@ -26,9 +26,9 @@ std::string vstrprintf(const char* fmt, va_list args);
 }  // namespace gossamer
 
 // Checks a condition that depends on input or on the environment; throws on failure.
-#define GOSSAMER_CHECK(cond, ...)   \
-  do {                              \
-    if (!(cond)) {                  \
+#define GOSSAMER_CHECK(cond, ...)    \
+  do {                               \
+    if (!(cond)) {                   \
       ::gossamer::fail(__VA_ARGS__); \
-    }                               \
+    }                                \
   } while (0)

@@ -24,14 +24,16 @@ void emit(const char* level, bool all_ranks, const char* fmt, va_list args) {
 }
 }  // namespace
 
-void log_set_rank(int rank) { g_log_rank.store(rank); }
+void log_set_rank(int rank) {
+  g_log_rank.store(rank);
+}
 
-#define GOSSAMER_DEFINE_LOG(fn, level, all)  \
-  void fn(const char* fmt, ...) {            \
-    va_list args;                            \
-    va_start(args, fmt);                     \
-    emit(level, all, fmt, args);             \
-    va_end(args);                            \
+#define GOSSAMER_DEFINE_LOG(fn, level, all) \
+  void fn(const char* fmt, ...) {           \
+    va_list args;                           \
+    va_start(args, fmt);                    \
+    emit(level, all, fmt, args);            \
+    va_end(args);                           \
   }
 GOSSAMER_DEFINE_LOG(log_info, "info", false)
 GOSSAMER_DEFINE_LOG(log_warn, "warn", true)

@@ -12,7 +12,9 @@ namespace gossamer::model {
 
 namespace {
 using K = ParamKind;
-void zero(float* p, size_t n) { std::memset(p, 0, n * sizeof(float)); }
+void zero(float* p, size_t n) {
+  std::memset(p, 0, n * sizeof(float));
+}
 }  // namespace
 
 Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops)
@@ -101,8 +103,8 @@ void Gpt2::init_weights(uint64_t seed) {
     } else if (v.kind == K::PARAM_KIND_BIAS) {
       zero(x, v.numel);
     } else {
-      const bool residual_proj = v.name.ends_with("attn.proj.weight") ||
-                                 v.name.ends_with("mlp.proj.weight");
+      const bool residual_proj =
+          v.name.ends_with("attn.proj.weight") || v.name.ends_with("mlp.proj.weight");
       const double s = residual_proj ? proj_std : std;
       size_t n = v.numel;
       if (v.name == "wte") n = size_t(V_) * C_;  // padded rows stay zero
@@ -116,13 +118,15 @@ size_t Gpt2::num_flop_params() const {
   return layout_.total() - size_t(cfg_.max_seq_len) * C_ - size_t(Vp_ - V_) * C_;
 }
 
-void Gpt2::zero_grad() { zero(grads_.data(), grads_.size()); }
+void Gpt2::zero_grad() {
+  zero(grads_.data(), grads_.size());
+}
 
 void Gpt2::check_tokens(const int32_t* tokens, const int32_t* targets, int n) const {
   for (int i = 0; i < n; ++i) {
     GOSSAMER_CHECK(tokens[i] >= 0 && tokens[i] < V_,
-                   "model: input token %d at position %d is outside [0, vocab_size=%d)",
-                   tokens[i], i, V_);
+                   "model: input token %d at position %d is outside [0, vocab_size=%d)", tokens[i],
+                   i, V_);
     if (targets)
       GOSSAMER_CHECK(targets[i] >= 0 && targets[i] < V_,
                      "model: target token %d at position %d is outside [0, vocab_size=%d)",
@@ -177,8 +181,8 @@ float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T)
   if (!targets) return 0.0f;
 
   // Softmax in place: logits_ holds probabilities from here on.
-  ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N,
-                            V_, Vp_);
+  ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N, V_,
+                            Vp_);
   double sum = 0;
   for (int i = 0; i < N; ++i) sum += losses_[i];
   return static_cast<float>(sum / N);
@@ -194,8 +198,7 @@ void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
 
   // LM head and final LayerNorm. dlogits overwrite the probabilities in place.
   float* dlogits = logits_.data();
-  ops_.crossentropy_backward(dlogits, logits_.data(), targets_.data(), grad_scale / N, N, V_,
-                             Vp_);
+  ops_.crossentropy_backward(dlogits, logits_.data(), targets_.data(), grad_scale / N, N, V_, Vp_);
   float* dlnf = dbt_c_.data();
   zero(dlnf, BTC);
   ops_.matmul_backward(dlnf, g + wte_, nullptr, dlogits, lnf_.data(), p + wte_, N, C_, Vp_);

@@ -68,13 +68,13 @@ class Gpt2 final : public Model {
   int B_ = 0, T_ = 0;
   bool have_targets_ = false;
   HostBuffer<int32_t> tokens_, targets_;
-  HostBuffer<float> encoded_;                          // (B,T,C)
-  HostBuffer<float> ln1_, ln1_mean_, ln1_rstd_;        // (L,B,T,C), (L,B,T) x2
-  HostBuffer<float> qkv_, atty_, att_;                 // (L,B,T,3C), (L,B,T,C), (L,B,NH,T,T)
+  HostBuffer<float> encoded_;                    // (B,T,C)
+  HostBuffer<float> ln1_, ln1_mean_, ln1_rstd_;  // (L,B,T,C), (L,B,T) x2
+  HostBuffer<float> qkv_, atty_, att_;           // (L,B,T,3C), (L,B,T,C), (L,B,NH,T,T)
   HostBuffer<float> residual2_, ln2_, ln2_mean_, ln2_rstd_;
-  HostBuffer<float> fch_, fch_gelu_, residual3_;       // (L,B,T,4C) x2, (L,B,T,C)
-  HostBuffer<float> lnf_, lnf_mean_, lnf_rstd_;        // (B,T,C), (B,T) x2
-  HostBuffer<float> logits_, losses_;                  // (B,T,Vp), (B,T)
+  HostBuffer<float> fch_, fch_gelu_, residual3_;  // (L,B,T,4C) x2, (L,B,T,C)
+  HostBuffer<float> lnf_, lnf_mean_, lnf_rstd_;   // (B,T,C), (B,T) x2
+  HostBuffer<float> logits_, losses_;             // (B,T,Vp), (B,T)
   // Backward scratch, reused by every layer.
   HostBuffer<float> dresidual_, dbt_c_, dqkv_, dfch_gelu_, dfch_, datt_;
 };

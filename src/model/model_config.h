@@ -25,16 +25,26 @@ struct ModelConfig {
 
   template <class V>
   void visit(V& v) {
-    v("family", family, "model family: \"gpt2\" (learned positions, LayerNorm, GELU MLP, biases, tied embeddings) or \"llama\" (RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, no biases, untied head)");
+    v("family", family,
+      "model family: \"gpt2\" (learned positions, LayerNorm, GELU MLP, biases, tied embeddings) or "
+      "\"llama\" (RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, no biases, untied head)");
     v("n_layer", n_layer, "number of transformer blocks");
-    v("n_head", n_head, "attention (query) heads; must divide d_model (llama: head size d_model/n_head even, for RoPE)");
+    v("n_head", n_head,
+      "attention (query) heads; must divide d_model (llama: head size d_model/n_head even, for "
+      "RoPE)");
     v("d_model", d_model, "residual stream width C");
     v("vocab_size", vocab_size, "tokenizer vocabulary V (50257 for GPT-2 BPE)");
-    v("padded_vocab", padded_vocab, "embedding rows Vp >= V (0: V rounded up to a multiple of 128)");
-    v("max_seq_len", max_seq_len, "longest sequence (gpt2: number of learned positions); data.seq_len must not exceed it");
-    v("init_std", init_std, "std of the normal init of weights and embeddings (residual projections, gpt2 attn.proj/mlp.proj and llama attn.o/mlp.down, use init_std/sqrt(2*n_layer))");
-    v("n_kv_head", n_kv_head, "llama: key/value heads, dividing n_head (0: n_head; 1: multi-query)");
-    v("d_ff", d_ff, "MLP hidden width (0: gpt2 4*d_model; llama 8/3*d_model rounded up to a multiple of 256)");
+    v("padded_vocab", padded_vocab,
+      "embedding rows Vp >= V (0: V rounded up to a multiple of 128)");
+    v("max_seq_len", max_seq_len,
+      "longest sequence (gpt2: number of learned positions); data.seq_len must not exceed it");
+    v("init_std", init_std,
+      "std of the normal init of weights and embeddings (residual projections, gpt2 "
+      "attn.proj/mlp.proj and llama attn.o/mlp.down, use init_std/sqrt(2*n_layer))");
+    v("n_kv_head", n_kv_head,
+      "llama: key/value heads, dividing n_head (0: n_head; 1: multi-query)");
+    v("d_ff", d_ff,
+      "MLP hidden width (0: gpt2 4*d_model; llama 8/3*d_model rounded up to a multiple of 256)");
     v("rope_theta", rope_theta, "llama: rotary position embedding base");
     v("norm_eps", norm_eps, "llama: RMSNorm epsilon (gpt2's LayerNorm uses 1e-5)");
   }

@@ -7,10 +7,14 @@ namespace gossamer::model {
 
 const char* param_kind_name(ParamKind kind) {
   switch (kind) {
-    case ParamKind::PARAM_KIND_WEIGHT: return "weight";
-    case ParamKind::PARAM_KIND_BIAS: return "bias";
-    case ParamKind::PARAM_KIND_NORM: return "norm";
-    case ParamKind::PARAM_KIND_EMBEDDING: return "embedding";
+    case ParamKind::PARAM_KIND_WEIGHT:
+      return "weight";
+    case ParamKind::PARAM_KIND_BIAS:
+      return "bias";
+    case ParamKind::PARAM_KIND_NORM:
+      return "norm";
+    case ParamKind::PARAM_KIND_EMBEDDING:
+      return "embedding";
   }
   return "?";
 }

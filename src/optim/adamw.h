@@ -12,8 +12,7 @@ class AdamW final : public Optimizer {
   AdamW(const OptimizerConfig& config, const model::ParamLayout& layout,
         const kernels::OpTable& ops);
   const char* name() const override { return "adamw"; }
-  void step(std::span<float> params, std::span<const float> grads,
-            const StepContext& ctx) override;
+  void step(std::span<float> params, std::span<const float> grads, const StepContext& ctx) override;
   std::vector<StateTensor> state() override;
   size_t state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
 

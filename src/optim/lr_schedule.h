@@ -15,7 +15,8 @@ struct ScheduleConfig {
 
   template <class V>
   void visit(V& v) {
-    v("warmup_steps", warmup_steps, "linear warm-up: lr = peak * (step+1) / warmup_steps for step < warmup_steps");
+    v("warmup_steps", warmup_steps,
+      "linear warm-up: lr = peak * (step+1) / warmup_steps for step < warmup_steps");
     v("decay", decay, "after warm-up: \"cosine\", \"linear\" or \"constant\"");
     v("min_lr_ratio", min_lr_ratio, "final lr as a fraction of the peak (cosine and linear)");
   }

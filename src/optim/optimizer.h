@@ -31,7 +31,9 @@ struct OptimizerConfig {
     v("beta1", beta1, "first-moment decay");
     v("beta2", beta2, "second-moment decay");
     v("eps", eps, "denominator epsilon");
-    v("weight_decay", weight_decay, "decoupled weight decay, applied to linear-layer matrices only (not to biases, norms or embeddings)");
+    v("weight_decay", weight_decay,
+      "decoupled weight decay, applied to linear-layer matrices only (not to biases, norms or "
+      "embeddings)");
     v("grad_clip", grad_clip, "clip the global gradient norm to this value (0: no clipping)");
   }
   void validate(const std::string& path = "optimizer.") const;

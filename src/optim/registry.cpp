@@ -14,10 +14,8 @@ using Factory = std::function<std::unique_ptr<Optimizer>(
 
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> table = {
-      {"adamw",
-       [](const OptimizerConfig& c, const model::ParamLayout& l, const kernels::OpTable& o) {
-         return std::make_unique<AdamW>(c, l, o);
-       }},
+      {"adamw", [](const OptimizerConfig& c, const model::ParamLayout& l,
+                   const kernels::OpTable& o) { return std::make_unique<AdamW>(c, l, o); }},
   };
   return table;
 }

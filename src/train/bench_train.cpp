@@ -65,18 +65,18 @@ int run_train_bench(RunConfig config, const BenchOptions& options) {
   const double med = median(step_s);
   const double tok_s = double(B) * T / med;
   const double achieved = flops_per_token * tok_s / 1e9;
-  std::printf("| model | params | B | T | threads | gemm | step ms (median) | min | max | fwd ms | "
-              "bwd ms | optim ms | tokens/s | GFLOP/s | sgemm peak GFLOP/s | MFU |\n");
+  std::printf(
+      "| model | params | B | T | threads | gemm | step ms (median) | min | max | fwd ms | "
+      "bwd ms | optim ms | tokens/s | GFLOP/s | sgemm peak GFLOP/s | MFU |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  std::printf("| L%d C%d H%d V%d | %.2fM | %d | %d | %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | "
-              "%.1f | %.0f | %.1f | %.1f | %.1f%% |\n",
-              config.model.n_layer, config.model.d_model, config.model.n_head,
-              config.model.vocab_size, model.layout().total() / 1e6, B, T, omp_get_max_threads(),
-              config.kernels.gemm.c_str(), 1e3 * med,
-              1e3 * *std::min_element(step_s.begin(), step_s.end()),
-              1e3 * *std::max_element(step_s.begin(), step_s.end()), 1e3 * median(fwd_s),
-              1e3 * median(bwd_s), 1e3 * median(opt_s), tok_s, achieved, peak,
-              100.0 * achieved / peak);
+  std::printf(
+      "| L%d C%d H%d V%d | %.2fM | %d | %d | %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | "
+      "%.1f | %.0f | %.1f | %.1f | %.1f%% |\n",
+      config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
+      model.layout().total() / 1e6, B, T, omp_get_max_threads(), config.kernels.gemm.c_str(),
+      1e3 * med, 1e3 * *std::min_element(step_s.begin(), step_s.end()),
+      1e3 * *std::max_element(step_s.begin(), step_s.end()), 1e3 * median(fwd_s),
+      1e3 * median(bwd_s), 1e3 * median(opt_s), tok_s, achieved, peak, 100.0 * achieved / peak);
   log_info("final loss %.4f (synthetic tokens; a sanity value, not a result)", loss);
   return 0;
 }

@@ -10,8 +10,8 @@
 namespace gossamer::train {
 
 struct BenchOptions {
-  int64_t steps = 10;   // timed steps
-  int64_t warmup = 2;   // untimed steps first
+  int64_t steps = 10;  // timed steps
+  int64_t warmup = 2;  // untimed steps first
 };
 
 int run_train_bench(RunConfig config, const BenchOptions& options);

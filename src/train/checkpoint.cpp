@@ -120,8 +120,9 @@ void prune_checkpoints(const std::string& run_dir, int64_t keep) {
   for (size_t i = 0; i + size_t(keep) < all.size(); ++i) {
     std::error_code ec;
     fs::remove_all(all[i].second, ec);
-    if (ec) log_warn("could not delete old checkpoint %s: %s", all[i].second.c_str(),
-                     ec.message().c_str());
+    if (ec)
+      log_warn("could not delete old checkpoint %s: %s", all[i].second.c_str(),
+               ec.message().c_str());
   }
 }
 

@@ -42,7 +42,11 @@ void interrupt_install() {
   }).detach();
 }
 
-bool interrupt_requested() { return g_signal.load() != 0; }
-int interrupt_signal() { return g_signal.load(); }
+bool interrupt_requested() {
+  return g_signal.load() != 0;
+}
+int interrupt_signal() {
+  return g_signal.load();
+}
 
 }  // namespace gossamer::train

@@ -36,8 +36,8 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::write(const nlohmann::ordered_json& line) {
   std::string s = line.dump() + "\n";
-  GOSSAMER_CHECK(std::fputs(s.c_str(), f_) >= 0 && std::fflush(f_) == 0,
-                 "%s: write failed: %s", path_.c_str(), std::strerror(errno));
+  GOSSAMER_CHECK(std::fputs(s.c_str(), f_) >= 0 && std::fflush(f_) == 0, "%s: write failed: %s",
+                 path_.c_str(), std::strerror(errno));
 }
 
 }  // namespace gossamer::train

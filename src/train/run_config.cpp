@@ -20,24 +20,37 @@ namespace {
 
 template <class T>
 const char* type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "a boolean";
-  else if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else if constexpr (std::is_floating_point_v<T>) return "a number";
-  else if constexpr (std::is_unsigned_v<T>) return "a non-negative integer";
-  else return "an integer";
+  if constexpr (std::is_same_v<T, bool>)
+    return "a boolean";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "a number";
+  else if constexpr (std::is_unsigned_v<T>)
+    return "a non-negative integer";
+  else
+    return "an integer";
 }
 
 const char* json_kind(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    default: return "value";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    default:
+      return "value";
   }
 }
 
@@ -58,7 +71,7 @@ T convert(const json& j, const std::string& where) {
     return j.get<T>();
   } else {
     if (!j.is_number()) mismatch();
-    long double x = j.is_number_float() ? (long double)j.get<double>()
+    long double x = j.is_number_float()      ? (long double)j.get<double>()
                     : j.is_number_unsigned() ? (long double)j.get<uint64_t>()
                                              : (long double)j.get<int64_t>();
     if (std::floor(x) != x || x < (long double)std::numeric_limits<T>::min() ||
@@ -103,8 +116,7 @@ struct ConfigReader {
       if (!ok) {
         std::string list;
         for (const auto& k : r.known) list += (list.empty() ? "" : ", ") + k;
-        fail("%s.%s: unknown key (keys of %s: %s)", where.c_str(), key.c_str(), name,
-             list.c_str());
+        fail("%s.%s: unknown key (keys of %s: %s)", where.c_str(), key.c_str(), name, list.c_str());
       }
     }
   }
@@ -137,8 +149,7 @@ struct DocSection {
     json value = field;
     const std::string type = type_name<T>();  // without its article
     out << "| `" << name << "." << key << "` | " << type.substr(type.find(' ') + 1) << " | `"
-        << value.dump()
-        << "` | " << doc << " |\n";
+        << value.dump() << "` | " << doc << " |\n";
   }
 };
 
@@ -164,7 +175,8 @@ void apply_override(json& root, const std::string& assignment) {
   size_t start = 0;
   while (true) {
     size_t dot = key.find('.', start);
-    std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     GOSSAMER_CHECK(!part.empty(), "--set %s: empty component in key %s", assignment.c_str(),
                    key.c_str());
     if (dot == std::string::npos) {
@@ -253,12 +265,11 @@ void RunConfig::validate(int world) const {
   schedule.validate("schedule.");
   GOSSAMER_CHECK(!data.train.empty(), "data.train: must name at least one shard");
   GOSSAMER_CHECK(data.seq_len >= 1 && data.seq_len <= model.max_seq_len,
-                 "data.seq_len: must lie in [1, model.max_seq_len=%d], found %d",
-                 model.max_seq_len, data.seq_len);
+                 "data.seq_len: must lie in [1, model.max_seq_len=%d], found %d", model.max_seq_len,
+                 data.seq_len);
   GOSSAMER_CHECK(data.micro_batch >= 1, "data.micro_batch: must be >= 1, found %d",
                  data.micro_batch);
-  GOSSAMER_CHECK(train.steps >= 1, "train.steps: must be >= 1, found %lld",
-                 (long long)train.steps);
+  GOSSAMER_CHECK(train.steps >= 1, "train.steps: must be >= 1, found %lld", (long long)train.steps);
   const int64_t per_micro = int64_t(data.micro_batch) * data.seq_len * world;
   GOSSAMER_CHECK(train.global_batch_tokens >= 0 && train.global_batch_tokens % per_micro == 0,
                  "train.global_batch_tokens: must be a non-negative multiple of "
@@ -278,8 +289,7 @@ void RunConfig::validate(int world) const {
   GOSSAMER_CHECK(kernels.gemm == "auto" || kernels.gemm == "onednn" || kernels.gemm == "openblas",
                  "kernels.gemm: expected \"auto\", \"onednn\" or \"openblas\", found \"%s\"",
                  kernels.gemm.c_str());
-  GOSSAMER_CHECK(kernels.threads >= 0, "kernels.threads: must be >= 0, found %d",
-                 kernels.threads);
+  GOSSAMER_CHECK(kernels.threads >= 0, "kernels.threads: must be >= 0, found %d", kernels.threads);
   GOSSAMER_CHECK(metrics.peak_gflops >= 0, "metrics.peak_gflops: must be >= 0");
 }
 

@@ -31,7 +31,9 @@ struct DataConfig {
     v("seq_len", seq_len, "tokens per sequence T");
     v("micro_batch", micro_batch, "sequences per forward/backward on each rank (B)");
     v("shuffle", shuffle, "visit training windows in a seeded random order each epoch");
-    v("tokenizer", tokenizer, "tokenizer for samples and generate: gpt2:DIR, spm:MODEL_FILE, or a GPT-2 directory (encoder.json, vocab.bpe)");
+    v("tokenizer", tokenizer,
+      "tokenizer for samples and generate: gpt2:DIR, spm:MODEL_FILE, or a GPT-2 directory "
+      "(encoder.json, vocab.bpe)");
   }
 };
 
@@ -51,16 +53,24 @@ struct TrainConfig {
   template <class V>
   void visit(V& v) {
     v("steps", steps, "optimizer steps to run");
-    v("global_batch_tokens", global_batch_tokens, "tokens per optimizer step over all ranks; a multiple of micro_batch*seq_len*world (0: one micro-batch per rank)");
+    v("global_batch_tokens", global_batch_tokens,
+      "tokens per optimizer step over all ranks; a multiple of micro_batch*seq_len*world (0: one "
+      "micro-batch per rank)");
     v("eval_every", eval_every, "validation every N steps and at the last step (0: never)");
-    v("eval_batches", eval_batches, "validation micro-batches per evaluation (0: the whole validation set)");
-    v("checkpoint_every", checkpoint_every, "checkpoint every N steps; the last step is always checkpointed (0: only the last)");
-    v("keep_checkpoints", keep_checkpoints, "checkpoints kept in the run directory (older ones are deleted; 0: keep all)");
-    v("log_every", log_every, "print the progress line every N steps (metrics.jsonl gets every step)");
-    v("sample_every", sample_every, "print a generated text sample every N steps and at the end (0: never)");
+    v("eval_batches", eval_batches,
+      "validation micro-batches per evaluation (0: the whole validation set)");
+    v("checkpoint_every", checkpoint_every,
+      "checkpoint every N steps; the last step is always checkpointed (0: only the last)");
+    v("keep_checkpoints", keep_checkpoints,
+      "checkpoints kept in the run directory (older ones are deleted; 0: keep all)");
+    v("log_every", log_every,
+      "print the progress line every N steps (metrics.jsonl gets every step)");
+    v("sample_every", sample_every,
+      "print a generated text sample every N steps and at the end (0: never)");
     v("sample_tokens", sample_tokens, "tokens per sample");
     v("seed", seed, "seed of the weight init, the data order and sampling");
-    v("out_dir", out_dir, "run directory (config.json, metrics.jsonl, checkpoints); --out overrides");
+    v("out_dir", out_dir,
+      "run directory (config.json, metrics.jsonl, checkpoints); --out overrides");
   }
 };
 
@@ -70,7 +80,8 @@ struct KernelsConfig {
 
   template <class V>
   void visit(V& v) {
-    v("gemm", gemm, "CPU matrix-product backend: \"auto\" (fixed per-shape rule), \"onednn\" or \"openblas\"");
+    v("gemm", gemm,
+      "CPU matrix-product backend: \"auto\" (fixed per-shape rule), \"onednn\" or \"openblas\"");
     v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
   }
 };
@@ -80,7 +91,8 @@ struct MetricsConfig {
 
   template <class V>
   void visit(V& v) {
-    v("peak_gflops", peak_gflops, "FLOP/s peak for MFU in GFLOP/s (0: measure the best sgemm rate at start-up)");
+    v("peak_gflops", peak_gflops,
+      "FLOP/s peak for MFU in GFLOP/s (0: measure the best sgemm rate at start-up)");
   }
 };
 

@@ -55,16 +55,14 @@ std::string format_duration(double s) {
 void prepare_run_dir(const std::string& dir, const json& config) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  GOSSAMER_CHECK(!ec && fs::is_directory(dir),
-                 "train.out_dir: cannot create run directory %s: %s", dir.c_str(),
-                 ec ? ec.message().c_str() : "not a directory");
+  GOSSAMER_CHECK(!ec && fs::is_directory(dir), "train.out_dir: cannot create run directory %s: %s",
+                 dir.c_str(), ec ? ec.message().c_str() : "not a directory");
   const fs::path tmp = fs::path(dir) / ".config.json.tmp";
   {
     std::ofstream out(tmp);
     out << config.dump(2) << "\n";
     out.flush();
-    GOSSAMER_CHECK(out.good(), "train.out_dir: cannot write into run directory %s",
-                   dir.c_str());
+    GOSSAMER_CHECK(out.good(), "train.out_dir: cannot write into run directory %s", dir.c_str());
   }
   fs::rename(tmp, fs::path(dir) / "config.json", ec);
   GOSSAMER_CHECK(!ec, "train.out_dir: cannot write %s/config.json: %s", dir.c_str(),
@@ -137,16 +135,17 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   const double peak = config.metrics.peak_gflops > 0 ? config.metrics.peak_gflops
                                                      : kernels::cpu::gemm_peak_gflops_measured();
   const double flops_per_token = model::flops_per_token(model, T);
-  log_info("model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
-           "(padded %d)",
-           config.model.family.c_str(), model.layout().total(), model.layout().total() / 1e6,
-           config.model.n_layer,
-           config.model.d_model, config.model.n_head, config.model.vocab_size,
-           config.model.padded_vocab_resolved());
-  log_info("data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
-           "tokens per step",
-           (unsigned long long)train_loader.num_windows(), T + 1, B, T, (long long)accum,
-           (long long)tokens_per_step);
+  log_info(
+      "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
+      "(padded %d)",
+      config.model.family.c_str(), model.layout().total(), model.layout().total() / 1e6,
+      config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
+      config.model.padded_vocab_resolved());
+  log_info(
+      "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
+      "tokens per step",
+      (unsigned long long)train_loader.num_windows(), T + 1, B, T, (long long)accum,
+      (long long)tokens_per_step);
   log_info("optimizer: %s, state %.1f MB; MFU peak %.1f GFLOP/s (%s); %.3g FLOP per token",
            optimizer->name(), optimizer->state_bytes() / 1e6, peak,
            config.metrics.peak_gflops > 0 ? "metrics.peak_gflops" : "measured sgemm",
@@ -227,11 +226,11 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
                    {"tokens", state.tokens_seen},
                    {"time_s", {{"total", dt}, {"fwd", t_fwd}, {"bwd", t_bwd}, {"optim", t_opt}}}});
     if (state.step % tc.log_every == 0 || state.step == tc.steps)
-      log_info("step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | "
-               "sent 0 B | fwd %.0f ms bwd %.0f ms optim %.0f ms | ETA %s",
-               (long long)state.step, (long long)tc.steps, loss, lr, norm, tok_s, 100 * mfu,
-               1e3 * t_fwd, 1e3 * t_bwd, 1e3 * t_opt,
-               format_duration(avg * double(tc.steps - state.step)).c_str());
+      log_info(
+          "step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | "
+          "sent 0 B | fwd %.0f ms bwd %.0f ms optim %.0f ms | ETA %s",
+          (long long)state.step, (long long)tc.steps, loss, lr, norm, tok_s, 100 * mfu, 1e3 * t_fwd,
+          1e3 * t_bwd, 1e3 * t_opt, format_duration(avg * double(tc.steps - state.step)).c_str());
 
     const bool last = state.step == tc.steps;
     if ((tc.eval_every > 0 && state.step % tc.eval_every == 0) || (last && tc.eval_every > 0))

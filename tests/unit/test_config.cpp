@@ -60,24 +60,29 @@ TEST(RunConfig, ValuesAreReadIntoTypedFields) {
 }
 
 TEST(RunConfig, UnknownKeysAndSectionsAreErrorsNamingTheirPath) {
-  EXPECT_NE(error_of([] { train::parse_run_config({{"optimizer", {{"lrr", 1}}}}, "r.json"); })
-                .find("r.json: optimizer.lrr: unknown key"),
+  EXPECT_NE(error_of([] {
+              train::parse_run_config({{"optimizer", {{"lrr", 1}}}}, "r.json");
+            }).find("r.json: optimizer.lrr: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of([] { train::parse_run_config({{"optimiser", json::object()}}, "r.json"); })
-                .find("optimiser: unknown section"),
+  EXPECT_NE(error_of([] {
+              train::parse_run_config({{"optimiser", json::object()}}, "r.json");
+            }).find("optimiser: unknown section"),
             std::string::npos);
-  EXPECT_NE(error_of([] { train::parse_run_config({{"model", 3}}, "r.json"); })
-                .find("r.json: model: expected an object"),
+  EXPECT_NE(error_of([] {
+              train::parse_run_config({{"model", 3}}, "r.json");
+            }).find("r.json: model: expected an object"),
             std::string::npos);
-  EXPECT_NE(error_of([] { train::parse_run_config(json::array(), "r.json"); })
-                .find("expected a JSON object at the top level"),
+  EXPECT_NE(error_of([] {
+              train::parse_run_config(json::array(), "r.json");
+            }).find("expected a JSON object at the top level"),
             std::string::npos);
 }
 
 TEST(RunConfig, WrongTypesAreErrorsNamingKeyExpectedAndFound) {
   auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
-  EXPECT_NE(err({{"train", {{"steps", "10"}}}}).find("train.steps: expected an integer, found string"),
-            std::string::npos);
+  EXPECT_NE(
+      err({{"train", {{"steps", "10"}}}}).find("train.steps: expected an integer, found string"),
+      std::string::npos);
   EXPECT_NE(err({{"data", {{"micro_batch", 2.5}}}}).find("data.micro_batch: expected an integer"),
             std::string::npos);
   EXPECT_NE(err({{"data", {{"shuffle", 1}}}}).find("data.shuffle: expected a boolean"),
@@ -100,9 +105,9 @@ TEST(RunConfig, InvariantsNameTheKeys) {
             std::string::npos);
   EXPECT_NE(invalid([](auto& c) { c.data.seq_len = 2000; }).find("data.seq_len"),
             std::string::npos);
-  EXPECT_NE(invalid([](auto& c) { c.train.global_batch_tokens = 300; })
-                .find("train.global_batch_tokens"),
-            std::string::npos);
+  EXPECT_NE(
+      invalid([](auto& c) { c.train.global_batch_tokens = 300; }).find("train.global_batch_tokens"),
+      std::string::npos);
   EXPECT_NE(invalid([](auto& c) { c.train.global_batch_tokens = 256 * 3; }, 2)
                 .find("ranks = 4 * 64 * 2 = 512"),
             std::string::npos);
@@ -122,20 +127,22 @@ TEST(RunConfig, InvariantsNameTheKeys) {
 
 TEST(RunConfig, FileLoadingAppliesOverridesBeforeStrictParsing) {
   const std::string path = write_temp(R"({"optimizer": {"lr": 0.1}, "train": {"steps": 5}})");
-  train::RunConfig c = train::load_run_config(
-      path, {"optimizer.lr=3e-4", "train.out_dir=runs/x", "data.train=a.bin", "data.shuffle=false"});
+  train::RunConfig c = train::load_run_config(path, {"optimizer.lr=3e-4", "train.out_dir=runs/x",
+                                                     "data.train=a.bin", "data.shuffle=false"});
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
   EXPECT_EQ(c.train.out_dir, "runs/x");
   EXPECT_EQ(c.data.train, "a.bin");
   EXPECT_FALSE(c.data.shuffle);
   EXPECT_EQ(c.train.steps, 5);
-  EXPECT_NE(error_of([&] { train::load_run_config(path, {"optimizer.lrx=1"}); })
-                .find("optimizer.lrx: unknown key"),
+  EXPECT_NE(error_of([&] {
+              train::load_run_config(path, {"optimizer.lrx=1"});
+            }).find("optimizer.lrx: unknown key"),
             std::string::npos);
   EXPECT_NE(error_of([&] { train::load_run_config(path, {"novalue"}); }).find("KEY=VALUE"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { train::load_run_config(path, {"optimizer.lr.x=1"}); })
-                .find("is not a section"),
+  EXPECT_NE(error_of([&] {
+              train::load_run_config(path, {"optimizer.lr.x=1"});
+            }).find("is not a section"),
             std::string::npos);
   std::remove(path.c_str());
   EXPECT_NE(error_of([&] { train::load_run_config(path, {}); }).find("cannot open config file"),
@@ -157,7 +164,8 @@ TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
   const std::string doc = train::config_reference_markdown();
   for (const auto& [section, fields] : j.items())
     for (const auto& [key, value] : fields.items())
-      EXPECT_NE(doc.find("`" + section + "." + key + "`"), std::string::npos) << section << "." << key;
+      EXPECT_NE(doc.find("`" + section + "." + key + "`"), std::string::npos)
+          << section << "." << key;
 }
 
 TEST(LrSchedule, WarmupThenCosineToTheFloor) {

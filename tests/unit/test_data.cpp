@@ -16,19 +16,17 @@
 #include <vector>
 
 #include "core/error.h"
-#include "test_util.h"
 #include "data/loader.h"
 #include "data/shard.h"
+#include "test_util.h"
 
 namespace gossamer::data {
 namespace {
 
-using gossamer::testing::TempDir;
 using gossamer::testing::expect_error;
+using gossamer::testing::TempDir;
 
 namespace fs = std::filesystem;
-
-
 
 // Writes a raw file: a 256-int header (magic, version, count) followed by body_bytes zeros.
 void write_raw(const std::string& path, int32_t magic, int32_t version, int32_t count,

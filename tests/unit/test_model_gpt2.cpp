@@ -25,7 +25,9 @@ std::string golden_path() {
   return std::string(dir ? dir : GOSSAMER_SOURCE_DIR "/tests/assets") + "/gpt2_golden.safetensors";
 }
 
-int meta_int(const SafetensorsReader& r, const char* key) { return std::stoi(r.metadata(key)); }
+int meta_int(const SafetensorsReader& r, const char* key) {
+  return std::stoi(r.metadata(key));
+}
 double meta_double(const SafetensorsReader& r, const char* key) {
   return std::stod(r.metadata(key));
 }
@@ -137,7 +139,9 @@ TEST(Gpt2Layout, BackwardOrderAndHookRangesCoverTheBufferAsAPrefix) {
   const auto& views = m.layout().views();
   EXPECT_EQ(views.front().name, "ln_f.weight");
   EXPECT_EQ(views.back().name, "wte");
-  EXPECT_EQ(m.layout().find("blocks.2.mlp.proj.weight").offset < m.layout().find("blocks.0.ln1.bias").offset, true);
+  EXPECT_EQ(m.layout().find("blocks.2.mlp.proj.weight").offset <
+                m.layout().find("blocks.0.ln1.bias").offset,
+            true);
   m.init_weights(1);
   std::vector<int32_t> tok(10), tgt(10);
   for (int i = 0; i < 10; ++i) tok[i] = i * 3 % 50, tgt[i] = (i * 7 + 1) % 50;
@@ -191,7 +195,8 @@ TEST(Gpt2Init, PaddedRowsAreZeroAndStatisticsMatchTheConfig) {
   EXPECT_NEAR(std::sqrt(s2 / n), cfg.init_std, 0.002);
   const auto& proj = m.layout().find("blocks.0.attn.proj.weight");
   s2 = 0;
-  for (size_t i = 0; i < proj.numel; ++i) s2 += double(m.params()[proj.offset + i]) * m.params()[proj.offset + i];
+  for (size_t i = 0; i < proj.numel; ++i)
+    s2 += double(m.params()[proj.offset + i]) * m.params()[proj.offset + i];
   EXPECT_NEAR(std::sqrt(s2 / proj.numel), cfg.init_std / std::sqrt(4.0), 0.002);
   EXPECT_EQ(m.params()[m.layout().find("blocks.1.ln2.weight").offset], 1.0f);
 }

@@ -56,8 +56,8 @@ TEST(AdamW, MatchesTheScalarReferenceOverManySteps) {
   for (int i = 0; i < n; ++i) p[i] = pr[i] = std::sin(i * 0.37);
   for (int t = 1; t <= 20; ++t) {
     for (int i = 0; i < n; ++i) g[i] = float(std::cos(i * 0.11 + t) * (1 + i % 7));
-    kernels::cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.95f,
-                               1e-8f, 0.1f, t);
+    kernels::cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f,
+                               0.1f, t);
     for (int i = 0; i < n; ++i) adamw_ref(pr[i], g[i], mr[i], vr[i], 1e-2, 0.9, 0.95, 1e-8, 0.1, t);
   }
   for (int i = 0; i < n; ++i) ASSERT_NEAR(p[i], pr[i], 2e-6) << i;
@@ -93,8 +93,9 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
     optim::make_optimizer(cfg, small_layout(), kernels::cpu_ops());
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("optimizer.name: unknown optimizer \"lion\" (known: adamw)"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find("optimizer.name: unknown optimizer \"lion\" (known: adamw)"),
+        std::string::npos);
   }
   cfg.name = "adamw";
   cfg.beta2 = 1.0;

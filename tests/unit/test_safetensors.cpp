@@ -30,7 +30,6 @@ namespace fs = std::filesystem;
 
 using Bytes = std::vector<unsigned char>;
 
-
 Bytes read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());

@@ -19,21 +19,20 @@
 #include <vector>
 
 #include "core/error.h"
-#include "test_util.h"
 #include "core/sha256.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/prep.h"
 #include "data/shard.h"
 #include "data/unicode_tables.h"
+#include "test_util.h"
 
 namespace gossamer::data {
 namespace {
 
-using gossamer::testing::TempDir;
 using gossamer::testing::expect_error;
+using gossamer::testing::TempDir;
 
 namespace fs = std::filesystem;
-
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
@@ -47,7 +46,6 @@ std::string read_file(const std::string& path) {
   ss << f.rdbuf();
   return ss.str();
 }
-
 
 std::string tokenizer_dir() {
   const char* env = std::getenv("GOSSAMER_TOKENIZER_DIR");
