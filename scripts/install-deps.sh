@@ -11,14 +11,14 @@ packages=(
   libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev sentencepiece
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev clang-format
   python3-matplotlib python3-numpy
   diatheke sword-text-web
 
   iproute2
 )
 if [[ "${1:-}" == "--dev" ]]; then
-  packages+=(python3-torch clang-format)
+  packages+=(python3-torch)
 fi
 
 missing=()

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 bash scripts/install-deps.sh
+
+echo "== formatting (clang-format, .clang-format) =="
+git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
 bash scripts/build.sh -DGOSSAMER_WERROR=ON
 bash scripts/prepare-data.sh web
 
