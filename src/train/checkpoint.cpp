@@ -15,7 +15,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-constexpr int kFormatVersion = 1;
 
 std::string step_name(int64_t step) {
   char buf[32];
@@ -67,6 +66,34 @@ T json_field(const json& j, const char* key, const fs::path& file) {
 }
 }  // namespace
 
+TrainerState initial_trainer_state(uint64_t seed) {
+  TrainerState state;
+  state.sample_rng = Rng(seed, /*stream=*/0x73616d70).state();
+  return state;
+}
+
+void write_model_weights(const std::string& path, const model::Model& model, const json& config) {
+  SafetensorsWriter weights;
+  weights.set_metadata("format", "gossamer-model");
+  weights.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
+  weights.set_metadata("model_config", config.at("model").dump());
+  const float* p = model.params().data();
+  for (const model::ParamView& v : model.layout().views())
+    weights.add(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
+  weights.write(path);
+}
+
+json trainer_state_json(const TrainerState& state, const json& config) {
+  json rng = json::array();
+  for (uint64_t w : state.sample_rng) rng.push_back(std::to_string(w));
+  return {{"format_version", kCheckpointFormatVersion},
+          {"step", state.step},
+          {"tokens_seen", state.tokens_seen},
+          {"loader", {{"epoch", state.loader.epoch}, {"cursor", state.loader.cursor}}},
+          {"sample_rng", rng},
+          {"config", config}};
+}
+
 std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const json& config) {
@@ -81,14 +108,7 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
   fs::create_directory(tmp_dir, ec);
   GOSSAMER_CHECK(!ec, "%s: cannot create directory: %s", tmp_dir.c_str(), ec.message().c_str());
 
-  SafetensorsWriter weights;
-  weights.set_metadata("format", "gossamer-model");
-  weights.set_metadata("format_version", std::to_string(kFormatVersion));
-  weights.set_metadata("model_config", config.at("model").dump());
-  const float* p = model.params().data();
-  for (const model::ParamView& v : model.layout().views())
-    weights.add(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
-  weights.write((tmp_dir / "model.safetensors").string());
+  write_model_weights((tmp_dir / "model.safetensors").string(), model, config);
 
   SafetensorsWriter opt;
   opt.set_metadata("format", "gossamer-optimizer");
@@ -97,14 +117,7 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
     opt.add(s.name, DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
   opt.write((tmp_dir / "optimizer.safetensors").string());
 
-  json rng = json::array();
-  for (uint64_t w : state.sample_rng) rng.push_back(std::to_string(w));
-  json trainer = {{"format_version", kFormatVersion},
-                  {"step", state.step},
-                  {"tokens_seen", state.tokens_seen},
-                  {"loader", {{"epoch", state.loader.epoch}, {"cursor", state.loader.cursor}}},
-                  {"sample_rng", rng},
-                  {"config", config}};
+  const json trainer = trainer_state_json(state, config);
   write_text_file(tmp_dir / "trainer.json", trainer.dump(2) + "\n");
 
   fs::remove_all(final_dir, ec);
@@ -172,8 +185,9 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
 
   const fs::path tfile = dir / "trainer.json";
   json t = read_json_file(tfile);
-  GOSSAMER_CHECK(json_field<int>(t, "format_version", tfile) == kFormatVersion,
-                 "%s: unsupported format_version (expected %d)", tfile.c_str(), kFormatVersion);
+  GOSSAMER_CHECK(json_field<int>(t, "format_version", tfile) == kCheckpointFormatVersion,
+                 "%s: unsupported format_version (expected %d)", tfile.c_str(),
+                 kCheckpointFormatVersion);
   state.step = json_field<int64_t>(t, "step", tfile);
   state.tokens_seen = json_field<int64_t>(t, "tokens_seen", tfile);
   json loader = json_field<json>(t, "loader", tfile);

@@ -19,12 +19,23 @@
 
 namespace gossamer::train {
 
+constexpr int kCheckpointFormatVersion = 1;
+
 struct TrainerState {
   int64_t step = 0;  // optimizer steps completed
   int64_t tokens_seen = 0;
   data::LoaderPosition loader;
   Rng::State sample_rng{};
 };
+
+// The trainer state a fresh run of `seed` starts from (step 0, sampling RNG seeded).
+TrainerState initial_trainer_state(uint64_t seed);
+
+// model.safetensors: every parameter by name (fp32) plus format metadata and the model config.
+void write_model_weights(const std::string& path, const model::Model& model,
+                         const nlohmann::json& config);
+// trainer.json's content for `state` and the resolved run config.
+nlohmann::json trainer_state_json(const TrainerState& state, const nlohmann::json& config);
 
 // Writes a checkpoint for `state.step` under run_dir/checkpoints and returns its path.
 std::string save_checkpoint(const std::string& run_dir, const model::Model& model,

@@ -34,8 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kCheckpointFormatVersion = 1;  // checkpoint.cpp's format (trainer.json, metadata)
-
 json read_json_object(const fs::path& path, const char* hint) {
   std::ifstream in(path);
   GOSSAMER_CHECK(in.good(), "%s: cannot open%s", path.c_str(), hint);
@@ -284,26 +282,9 @@ void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, boo
   rc.validate();
   const json resolved = to_json(rc);
 
-  // model.safetensors exactly as save_checkpoint writes it (test_hf checks the bytes).
-  SafetensorsWriter w;
-  w.set_metadata("format", "gossamer-model");
-  w.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
-  w.set_metadata("model_config", resolved.at("model").dump());
-  const float* p = model->params().data();
-  for (const model::ParamView& v : model->layout().views())
-    w.add(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
-  w.write(out.path() + "/model.safetensors");
-
-  json rng = json::array();
-  const Rng::State sample_rng = Rng(rc.train.seed, /*stream=*/0x73616d70).state();  // as trainer
-  for (uint64_t x : sample_rng) rng.push_back(std::to_string(x));
-  const json trainer = {{"format_version", kCheckpointFormatVersion},
-                        {"step", 0},
-                        {"tokens_seen", 0},
-                        {"loader", {{"epoch", 0}, {"cursor", 0}}},
-                        {"sample_rng", rng},
-                        {"imported_from", fs::absolute(hf_dir).lexically_normal().string()},
-                        {"config", resolved}};
+  write_model_weights(out.path() + "/model.safetensors", *model, resolved);
+  json trainer = trainer_state_json(initial_trainer_state(rc.train.seed), resolved);
+  trainer["imported_from"] = fs::absolute(hf_dir).lexically_normal().string();
   out.write_file("trainer.json", trainer.dump(2) + "\n");
   out.commit();
   if (tok.kind.empty())

@@ -113,8 +113,7 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   if (!init_from.empty()) init_weights_from(init_from, model);  // shapes checked; fresh optimizer
   auto optimizer = optim::make_optimizer(config.optimizer, model.layout(), ops);
 
-  TrainerState state;
-  state.sample_rng = Rng(tc.seed, /*stream=*/0x73616d70).state();
+  TrainerState state = initial_trainer_state(tc.seed);
   std::string resumed_from;
   if (!resume_path.empty()) {
     resumed_from = resolve_checkpoint(resume_path);
