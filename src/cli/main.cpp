@@ -18,9 +18,11 @@
 #include "model/model.h"
 #include "train/bench_train.h"
 #include "train/checkpoint.h"
+#include "train/eval_run.h"
 #include "train/hf_export.h"
 #include "train/hf_import.h"
 #include "train/hf_tokenizer.h"
+#include "train/model_source.h"
 #include "train/run_config.h"
 #include "train/sampler.h"
 #include "train/trainer.h"
@@ -68,28 +70,10 @@ int cmd_train(const TrainArgs& a) {
 }
 
 int cmd_generate(const GenerateArgs& a) {
-  // A Hugging Face model directory (export-hf output, or any HF GPT-2/Llama) serves as well.
-  const bool hf_dir = train::is_hf_model_dir(a.checkpoint);
-  const std::string ckpt = hf_dir ? a.checkpoint : train::resolve_checkpoint(a.checkpoint);
-  train::RunConfig config;
-  if (hf_dir)
-    config.model = train::read_hf_model_spec(ckpt).config;
-  else
-    config = train::parse_run_config(train::load_checkpoint_config(ckpt), ckpt + "/trainer.json");
-  train::configure_cpu_kernels(config.kernels);
-  const auto tok =
-      hf_dir && a.tokenizer.empty()
-          ? train::load_hf_tokenizer(ckpt)
-          : data::load_tokenizer(a.tokenizer.empty() ? config.data.tokenizer : a.tokenizer);
-  GOSSAMER_CHECK(uint32_t(config.model.vocab_size) <= tok->vocab_size(),
-                 "tokenizer %s has %u tokens, fewer than the checkpoint's model.vocab_size %d",
-                 tok->name().c_str(), tok->vocab_size(), config.model.vocab_size);
   GOSSAMER_CHECK(a.tokens >= 1, "--tokens: must be >= 1, found %d", a.tokens);
-  auto model = model::make_model(config.model, 1, config.model.max_seq_len, kernels::cpu_ops());
-  if (hf_dir)
-    train::load_hf_weights(ckpt, train::read_hf_model_spec(ckpt), *model);
-  else
-    train::load_model_weights(ckpt, *model);
+  train::LoadedModel m = train::load_model_for_inference(a.checkpoint, 1, 0, a.tokenizer, true);
+  model::Model* model = m.model.get();
+  const data::Tokenizer* tok = m.tokenizer.get();
   std::vector<int32_t> prompt = {int32_t(tok->document_token())};
   for (uint32_t t : tok->encode(a.prompt)) prompt.push_back(int32_t(t));
   Rng rng(a.seed);
@@ -174,6 +158,25 @@ int main(int argc, char** argv) {
                       "gpt2:DIR, spm:MODEL_FILE or a GPT-2 directory (default: the run's "
                       "data.tokenizer)");
 
+  train::EvalOptions eval_args;
+  auto* eval_cmd = app.add_subcommand(
+      "eval", "validation loss / perplexity on shards, and HellaSwag-format accuracy");
+  eval_cmd->add_option("-c,--config", eval_args.config, "run config (JSON): data and model")
+      ->required();
+  eval_cmd->add_option("--set", eval_args.sets, "override a config key")->take_all();
+  eval_cmd
+      ->add_option("--checkpoint", eval_args.checkpoint,
+                   "checkpoint, run directory (its latest) or Hugging Face model directory")
+      ->required();
+  eval_cmd->add_option("--data", eval_args.data,
+                       "token shards (files or globs; default: data.val): every complete "
+                       "window once");
+  eval_cmd->add_option("--hellaswag", eval_args.choices,
+                       "multiple-choice jsonl in HellaSwag's format (ctx, endings, label)");
+  eval_cmd->add_option("--limit", eval_args.choice_limit,
+                       "(with --hellaswag) score the first N examples only");
+  eval_cmd->add_flag("--json", eval_args.json, "print the results as one JSON object (last line)");
+
   BenchArgs bench_args;
   auto* bench_cmd = app.add_subcommand("bench", "time training steps on synthetic tokens");
   bench_cmd->add_option("-c,--config", bench_args.config, "run config (JSON)")->required();
@@ -223,6 +226,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*gen_cmd) return cmd_generate(gen_args);
+    if (*eval_cmd) return train::run_eval(eval_args);
     if (*bench_cmd) return cmd_bench(bench_args);
     if (*ref_cmd) return std::fputs(train::config_reference_markdown().c_str(), stdout), 0;
     if (*export_cmd)

@@ -1,5 +1,7 @@
-// Validation loss: the mean loss over `batches` micro-batches of a non-shuffled loader,
-// always starting from the loader's beginning, so every evaluation sees the same tokens.
+// Validation loss: the mean next-token loss over windows of a non-shuffled loader, always
+// starting from the loader's beginning, so every evaluation sees the same tokens.
+// Invariant: each window counts once and every predicted token has the same weight (a
+// smaller last batch is weighted by its size).
 #pragma once
 
 #include <cstdint>
@@ -10,11 +12,14 @@
 namespace gossamer::train {
 
 struct EvalResult {
-  double loss = 0;
-  int64_t tokens = 0;
+  double loss = 0;      // mean cross-entropy per predicted token (nats)
+  int64_t tokens = 0;   // predicted tokens (windows x T)
+  int64_t windows = 0;  // (T+1)-token windows evaluated
 };
 
-// batches == 0: every complete micro-batch of the loader's first epoch.
+// batches > 0: the first `batches` micro-batches of B windows (fewer if the loader has fewer).
+// batches == 0: every window of the loader's first epoch exactly once, the last batch holding
+// the remainder (num_windows mod B). inputs/targets hold B x T tokens.
 EvalResult evaluate(model::Model& model, data::DataLoader& loader, int B, int64_t batches,
                     int32_t* inputs, int32_t* targets);
 
