@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "comm/bench_comm.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -179,10 +180,31 @@ int main(int argc, char** argv) {
 
   BenchArgs bench_args;
   auto* bench_cmd = app.add_subcommand("bench", "time training steps on synthetic tokens");
-  bench_cmd->add_option("-c,--config", bench_args.config, "run config (JSON)")->required();
+  // -c is required unless the `comm` sub-subcommand is given (checked after parsing).
+  bench_cmd->add_option("-c,--config", bench_args.config, "run config (JSON)");
   bench_cmd->add_option("--set", bench_args.sets, "override a config key")->take_all();
   bench_cmd->add_option("--steps", bench_args.options.steps, "timed steps");
   bench_cmd->add_option("--warmup", bench_args.options.warmup, "untimed steps first");
+  bench_cmd->require_subcommand(0, 1);
+
+  comm::CommBenchOptions comm_bench_args;
+  auto* bench_comm_cmd = bench_cmd->add_subcommand(
+      "comm", "communication benchmark, nccl-tests table (run under mpirun or srun)");
+  bench_comm_cmd->add_option("--backend", comm_bench_args.backend, "auto, mpi, nccl or single");
+  bench_comm_cmd
+      ->add_option("--ops", comm_bench_args.ops,
+                   "comma-separated: all_reduce,reduce_scatter,all_gather,broadcast,sendrecv")
+      ->delimiter(',');
+  bench_comm_cmd->add_option("--dtype", comm_bench_args.dtype, "fp32 or bf16");
+  bench_comm_cmd->add_option("--min-bytes", comm_bench_args.min_bytes, "smallest size");
+  bench_comm_cmd->add_option("--max-bytes", comm_bench_args.max_bytes, "largest size");
+  bench_comm_cmd->add_option("--step-factor", comm_bench_args.step_factor,
+                             "size multiplier between rows");
+  bench_comm_cmd->add_option("--iters", comm_bench_args.iters,
+                             "timed iterations per size (median reported)");
+  bench_comm_cmd->add_option("--warmup", comm_bench_args.warmup, "untimed iterations first");
+  bench_comm_cmd->add_flag("--check,!--no-check", comm_bench_args.check,
+                           "count wrong elements after each size (default on)");
 
   auto* ref_cmd = app.add_subcommand("config-reference", "print the run config reference");
 
@@ -214,6 +236,8 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    if (*bench_cmd && !*bench_comm_cmd && bench_args.config.empty())
+      throw CLI::RequiredError("--config");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
@@ -227,6 +251,7 @@ int main(int argc, char** argv) {
     }
     if (*gen_cmd) return cmd_generate(gen_args);
     if (*eval_cmd) return train::run_eval(eval_args);
+    if (*bench_comm_cmd) return comm::run_comm_bench(comm_bench_args);
     if (*bench_cmd) return cmd_bench(bench_args);
     if (*ref_cmd) return std::fputs(train::config_reference_markdown().c_str(), stdout), 0;
     if (*export_cmd)

@@ -16,6 +16,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An error every rank of a job raises at the same point with the same message (a decision the
+// ranks agreed on through a collective), so no rank is left waiting and the job can end
+// normally instead of being aborted.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
 // printf-style formatting into a std::string.
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string vstrprintf(const char* fmt, va_list args);

@@ -1,36 +1,70 @@
-// AdamW: runs of the layout with equal weight-decay flags are updated by one op call each.
-#include "optim/adamw.h"
-
+// AdamW update rule on a slice of the flat parameters: one fused op call per run of views with
+// the same weight-decay flag.
+#include "core/buffer.h"
 #include "core/error.h"
+#include "optim/update_rule.h"
 
 namespace gossamer::optim {
 
-AdamW::AdamW(const OptimizerConfig& config, const model::ParamLayout& layout,
-             const kernels::OpTable& ops)
-    : cfg_(config), ops_(ops), m_(layout.total()), v_(layout.total()) {
+std::vector<DecayRun> decay_runs(const model::ParamLayout& layout, size_t begin, size_t end) {
+  std::vector<DecayRun> runs;
   for (const model::ParamView& view : layout.views()) {
+    const size_t lo = std::max(begin, view.offset), hi = std::min(end, view.offset + view.numel);
+    if (lo >= hi) continue;
     const bool decay = view.kind == model::ParamKind::PARAM_KIND_WEIGHT;
-    if (!ranges_.empty() && ranges_.back().decay == decay && ranges_.back().end == view.offset)
-      ranges_.back().end = view.offset + view.numel;
+    if (!runs.empty() && runs.back().decay == decay && runs.back().end == lo - begin)
+      runs.back().end = hi - begin;
     else
-      ranges_.push_back({view.offset, view.offset + view.numel, decay});
+      runs.push_back({lo - begin, hi - begin, decay});
   }
+  return runs;
 }
 
-void AdamW::step(std::span<float> params, std::span<const float> grads, const StepContext& ctx) {
-  GOSSAMER_CHECK(params.size() == m_.size() && grads.size() == m_.size(),
-                 "adamw: buffer sizes differ from the layout");
-  for (const Range& r : ranges_) {
-    ops_.adamw_update(params.data() + r.begin, grads.data() + r.begin, m_.data() + r.begin,
-                      v_.data() + r.begin, r.end - r.begin, static_cast<float>(ctx.lr),
-                      static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
-                      static_cast<float>(cfg_.eps),
-                      r.decay ? static_cast<float>(cfg_.weight_decay) : 0.0f, ctx.t);
-  }
-}
+namespace {
 
-std::vector<StateTensor> AdamW::state() {
-  return {{"adamw.m", m_.data(), m_.size()}, {"adamw.v", v_.data(), v_.size()}};
+class AdamWRule final : public UpdateRule {
+ public:
+  AdamWRule(const OptimizerConfig& config, const model::ParamLayout& layout,
+            const kernels::OpTable& ops, size_t begin, size_t end)
+      : cfg_(config),
+        ops_(ops),
+        begin_(begin),
+        total_(layout.total()),
+        runs_(decay_runs(layout, begin, end)),
+        m_(end - begin),
+        v_(end - begin) {}
+
+  const char* name() const override { return "adamw"; }
+
+  void update(float* params, const float* grads, const StepContext& ctx) override {
+    for (const DecayRun& r : runs_)
+      ops_.adamw_update(params + r.begin, grads + r.begin, m_.data() + r.begin, v_.data() + r.begin,
+                        r.end - r.begin, float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2),
+                        float(cfg_.eps), r.decay ? float(cfg_.weight_decay) : 0.0f, ctx.t);
+  }
+
+  std::vector<StateTensor> state() override {
+    return {{"adamw.m", m_.data(), m_.size(), begin_, total_},
+            {"adamw.v", v_.data(), v_.size(), begin_, total_}};
+  }
+  size_t state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
+
+ private:
+  OptimizerConfig cfg_;
+  const kernels::OpTable& ops_;
+  size_t begin_, total_;
+  std::vector<DecayRun> runs_;
+  HostBuffer<float> m_, v_;  // zero-initialised
+};
+
+}  // namespace
+
+std::unique_ptr<UpdateRule> make_adamw_rule(const OptimizerConfig& config,
+                                            const model::ParamLayout& layout,
+                                            const kernels::OpTable& ops, size_t begin, size_t end) {
+  GOSSAMER_CHECK(begin <= end && end <= layout.total(), "adamw: slice [%zu, %zu) outside %zu",
+                 begin, end, layout.total());
+  return std::make_unique<AdamWRule>(config, layout, ops, begin, end);
 }
 
 }  // namespace gossamer::optim

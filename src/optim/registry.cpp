@@ -1,21 +1,23 @@
-// Optimizer registry: name -> factory, and OptimizerConfig validation.
+// Optimizer registry: name -> update rule, wrapped in the data-parallel synchroniser; and
+// OptimizerConfig validation.
 #include <functional>
 #include <map>
 
+#include "comm/single_communicator.h"
 #include "core/error.h"
-#include "optim/adamw.h"
+#include "optim/data_parallel.h"
 #include "optim/optimizer.h"
+#include "optim/update_rule.h"
 
 namespace gossamer::optim {
 
 namespace {
-using Factory = std::function<std::unique_ptr<Optimizer>(
-    const OptimizerConfig&, const model::ParamLayout&, const kernels::OpTable&)>;
+using RuleFactory = std::function<std::unique_ptr<UpdateRule>(
+    const OptimizerConfig&, const model::ParamLayout&, const kernels::OpTable&, size_t, size_t)>;
 
-const std::map<std::string, Factory>& registry() {
-  static const std::map<std::string, Factory> table = {
-      {"adamw", [](const OptimizerConfig& c, const model::ParamLayout& l,
-                   const kernels::OpTable& o) { return std::make_unique<AdamW>(c, l, o); }},
+const std::map<std::string, RuleFactory>& registry() {
+  static const std::map<std::string, RuleFactory> table = {
+      {"adamw", make_adamw_rule},
   };
   return table;
 }
@@ -48,10 +50,22 @@ void OptimizerConfig::validate(const std::string& p) const {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
+                                          const ParallelConfig& parallel,
+                                          const model::ParamLayout& layout,
+                                          const kernels::OpTable& ops, comm::Communicator& comm) {
+  config.validate();
+  parallel.validate();
+  const RuleFactory& rule = registry().at(config.name);
+  return std::make_unique<DataParallel>(
+      config, parallel, layout, ops, comm,
+      [&](size_t begin, size_t end) { return rule(config, layout, ops, begin, end); });
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
                                           const model::ParamLayout& layout,
                                           const kernels::OpTable& ops) {
-  config.validate();
-  return registry().at(config.name)(config, layout, ops);
+  static const std::unique_ptr<comm::Communicator> single = comm::make_single_communicator();
+  return make_optimizer(config, ParallelConfig{}, layout, ops, *single);
 }
 
 }  // namespace gossamer::optim

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "comm/single_communicator.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/safetensors.h"
@@ -94,9 +95,53 @@ json trainer_state_json(const TrainerState& state, const json& config) {
           {"config", config}};
 }
 
+namespace {
+
+// Whole tensors of the optimizer state on every rank: each rank's slice all-gathered.
+struct GatheredState {
+  std::string name;
+  const float* data;
+  size_t numel;
+};
+
+std::vector<GatheredState> gather_state(optim::Optimizer& optimizer, comm::Communicator& comm,
+                                        std::vector<std::vector<float>>& storage) {
+  std::vector<GatheredState> out;
+  for (const optim::StateTensor& s : optimizer.state()) {
+    const size_t total = s.total ? s.total : s.numel;
+    if (s.numel == total) {
+      out.push_back({s.name, s.data, total});
+      continue;
+    }
+    std::vector<int64_t> sizes(size_t(comm.size()));
+    int64_t mine = int64_t(s.numel);
+    const std::vector<size_t> ones(size_t(comm.size()), 1);
+    comm.all_gather(&mine, sizes.data(), ones, comm::DType::I64).wait();
+    std::vector<size_t> counts(sizes.begin(), sizes.end());
+    size_t sum = 0, before = 0;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r == comm.rank()) before = sum;
+      sum += counts[size_t(r)];
+    }
+    GOSSAMER_CHECK(sum == total && before == s.offset,
+                   "optimizer state %s: rank slices cover %zu of %zu elements (offset %zu vs %zu)",
+                   s.name.c_str(), sum, total, s.offset, before);
+    storage.emplace_back(total);
+    comm.all_gather(s.data, storage.back().data(), counts, comm::DType::F32).wait();
+    out.push_back({s.name, storage.back().data(), total});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
                             optim::Optimizer& optimizer, const TrainerState& state,
-                            const json& config) {
+                            const json& config, comm::Communicator& comm) {
+  std::vector<std::vector<float>> storage;
+  const std::vector<GatheredState> tensors = gather_state(optimizer, comm, storage);
+  if (comm.rank() != 0) return "";
+
   const fs::path dir = fs::path(run_dir) / "checkpoints";
   const fs::path final_dir = dir / step_name(state.step);
   const fs::path tmp_dir = dir / strprintf(".%s.tmp", step_name(state.step).c_str());
@@ -113,7 +158,7 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
   SafetensorsWriter opt;
   opt.set_metadata("format", "gossamer-optimizer");
   opt.set_metadata("optimizer", optimizer.name());
-  for (const optim::StateTensor& s : optimizer.state())
+  for (const GatheredState& s : tensors)
     opt.add(s.name, DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
   opt.write((tmp_dir / "optimizer.safetensors").string());
 
@@ -125,6 +170,13 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
   GOSSAMER_CHECK(!ec, "%s: cannot rename checkpoint into place: %s", final_dir.c_str(),
                  ec.message().c_str());
   return final_dir.string();
+}
+
+std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
+                            optim::Optimizer& optimizer, const TrainerState& state,
+                            const json& config) {
+  const auto single = comm::make_single_communicator();
+  return save_checkpoint(run_dir, model, optimizer, state, config, *single);
 }
 
 void prune_checkpoints(const std::string& run_dir, int64_t keep) {
@@ -180,7 +232,15 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
   for (const optim::StateTensor& s : optimizer.state()) {
     GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", file.c_str(),
                    s.name.c_str());
-    reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
+    const size_t total = s.total ? s.total : s.numel;
+    if (s.numel == total) {
+      reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(total)}, s.data);
+      continue;
+    }
+    std::vector<float> whole(total);
+    reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(total)}, whole.data());
+    std::copy(whole.begin() + ptrdiff_t(s.offset), whole.begin() + ptrdiff_t(s.offset + s.numel),
+              s.data);
   }
 
   const fs::path tfile = dir / "trainer.json";

@@ -1,6 +1,7 @@
 // Checkpoints: a directory <run>/checkpoints/step_NNNNNNNN holding
 //   model.safetensors      fp32 parameters by name (world-size independent)
-//   optimizer.safetensors  the optimizer's flat state tensors (parameter layout)
+//   optimizer.safetensors  the optimizer's whole flat state tensors (parameter layout),
+//                          gathered from every rank's slice
 //   trainer.json           step, data-loader position, RNG state, tokens seen, resolved config
 // Written into a hidden temporary directory and renamed into place when complete, so a
 // directory named step_* is always whole. Loading validates every tensor's name, dtype and
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"
 #include "core/rng.h"
 #include "data/loader.h"
 #include "model/model.h"
@@ -38,6 +40,12 @@ void write_model_weights(const std::string& path, const model::Model& model,
 nlohmann::json trainer_state_json(const TrainerState& state, const nlohmann::json& config);
 
 // Writes a checkpoint for `state.step` under run_dir/checkpoints and returns its path.
+// Collective over `comm`: every rank calls it; the optimizer's state slices are gathered
+// into whole flat tensors and rank 0 writes the directory (other ranks return "").
+std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
+                            optim::Optimizer& optimizer, const TrainerState& state,
+                            const nlohmann::json& config, comm::Communicator& comm);
+// One process (tools and tests).
 std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const nlohmann::json& config);
@@ -51,7 +59,8 @@ std::string resolve_checkpoint(const std::string& path);
 
 // Loads parameters into the model (shapes must match the model's layout).
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model);
-// Loads optimizer state (names and sizes must match) and the trainer state.
+// Loads optimizer state (names and whole sizes must match; each rank takes its slices, so a
+// checkpoint written at any world size loads at any other) and the trainer state.
 void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
                          TrainerState& state);
 // The resolved run config stored in the checkpoint's trainer.json.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "comm/communicator.h"
 #include "data/loader.h"
 #include "model/model.h"
 
@@ -20,7 +21,9 @@ struct EvalResult {
 // batches > 0: the first `batches` micro-batches of B windows (fewer if the loader has fewer).
 // batches == 0: every window of the loader's first epoch exactly once, the last batch holding
 // the remainder (num_windows mod B). inputs/targets hold B x T tokens.
+// With a communicator of several ranks the windows are shared out (rounds of size() x B, rank
+// r taking the r-th B of each) and every rank returns the same result.
 EvalResult evaluate(model::Model& model, data::DataLoader& loader, int B, int64_t batches,
-                    int32_t* inputs, int32_t* targets);
+                    int32_t* inputs, int32_t* targets, comm::Communicator* comm = nullptr);
 
 }  // namespace gossamer::train

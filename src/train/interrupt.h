@@ -8,10 +8,19 @@
 // any other thread is created (OpenMP, oneDNN, OpenBLAS), so all of them inherit the mask.
 #pragma once
 
+#include <cstdint>
+
 namespace gossamer::train {
 
 void interrupt_install();
 bool interrupt_requested();
 int interrupt_signal();  // the signal received (0 if none)
+
+// Multi-rank jobs: after the first signal, a process still running `seconds` later (a peer
+// died, so the clean stop hangs in a collective) prints "rank R: ... during step N" and exits
+// with status 128+signal. seconds <= 0: no limit (the single-process default).
+void interrupt_set_grace(double seconds, int rank);
+// The step in progress, for that message.
+void interrupt_note_step(int64_t step);
 
 }  // namespace gossamer::train

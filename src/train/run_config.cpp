@@ -262,6 +262,7 @@ int64_t RunConfig::grad_accum_steps(int world) const {
 void RunConfig::validate(int world) const {
   model.validate("model.");
   optimizer.validate("optimizer.");
+  parallel.validate("parallel.");
   schedule.validate("schedule.");
   GOSSAMER_CHECK(!data.train.empty(), "data.train: must name at least one shard");
   GOSSAMER_CHECK(data.seq_len >= 1 && data.seq_len <= model.max_seq_len,

@@ -104,6 +104,7 @@ struct RunConfig {
   TrainConfig train;
   KernelsConfig kernels;
   MetricsConfig metrics;
+  optim::ParallelConfig parallel;
 
   template <class V>
   void visit_sections(V& v) {
@@ -114,6 +115,7 @@ struct RunConfig {
     v.section("train", train);
     v.section("kernels", kernels);
     v.section("metrics", metrics);
+    v.section("parallel", parallel);
   }
 
   // Invariants between fields (world = number of ranks); errors name the keys.

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -23,10 +25,12 @@
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/fault_injection.h"
 #include "train/hf_import.h"
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
 #include "train/sampler.h"
+#include "train/step_telemetry.h"
 
 namespace gossamer::train {
 
@@ -69,19 +73,54 @@ void prepare_run_dir(const std::string& dir, const json& config) {
                  ec.message().c_str());
 }
 
+// A multi-rank job stopping on a signal has this long to finish its step and checkpoint.
+constexpr double kSignalGraceSeconds = 20;
+
+int ranks_on_this_node(int world) {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    const char* v = std::getenv(var);
+    if (v && *v && std::atoi(v) > 0) return std::atoi(v);
+  }
+  return world;  // unknown: assume every rank shares this machine
+}
+
+int train_on(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
+             const std::string& init_from);
+
 }  // namespace
 
 int run_training(RunConfig config, const std::string& resume_path, const std::string& init_from) {
   interrupt_install();  // first: every thread created from here on inherits the mask
-  const int world = 1, rank = 0;
+  config.parallel.validate();
+  std::unique_ptr<comm::Communicator> comm = comm::make_communicator(config.parallel.backend);
+  log_set_rank(comm->rank());
+  comm->set_timeout(config.parallel.timeout_s);
+  try {
+    return train_on(*comm, std::move(config), resume_path, init_from);
+  } catch (const CollectiveError&) {
+    throw;  // every rank stops here together; the communicator shuts down normally
+  } catch (const Error& e) {
+    // One rank failing must not leave the others waiting in a collective.
+    if (comm->size() > 1) comm->abort(1, e.what());
+    throw;
+  }
+}
+
+namespace {
+
+int train_on(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
+             const std::string& init_from) {
+  const int world = comm.size(), rank = comm.rank();
   config.validate(world);
+  if (world > 1) interrupt_set_grace(kSignalGraceSeconds, rank);
   const auto& d = config.data;
   const auto& tc = config.train;
   const int B = d.micro_batch, T = d.seq_len;
   const int64_t accum = config.grad_accum_steps(world);
   const int64_t tokens_per_step = int64_t(B) * T * world * accum;
 
-  configure_cpu_kernels(config.kernels);
+  configure_cpu_kernels(config.kernels, ranks_on_this_node(world));
   const kernels::OpTable& ops = kernels::cpu_ops();
 
   // Everything that can fail on input is opened before any output is written.
@@ -111,7 +150,8 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   model::Model& model = *model_ptr;
   model.init_weights(tc.seed);
   if (!init_from.empty()) init_weights_from(init_from, model);  // shapes checked; fresh optimizer
-  auto optimizer = optim::make_optimizer(config.optimizer, model.layout(), ops);
+  auto optimizer =
+      optim::make_optimizer(config.optimizer, config.parallel, model.layout(), ops, comm);
 
   TrainerState state = initial_trainer_state(tc.seed);
   std::string resumed_from;
@@ -127,9 +167,12 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   }
 
   json resolved = to_json(config);
-  prepare_run_dir(tc.out_dir, resolved);
-  MetricsLog metrics((fs::path(tc.out_dir) / "metrics.jsonl").string(),
-                     resumed_from.empty() ? -1 : state.step);
+  std::optional<MetricsLog> metrics;  // rank 0 writes the run directory
+  if (rank == 0) {
+    prepare_run_dir(tc.out_dir, resolved);
+    metrics.emplace((fs::path(tc.out_dir) / "metrics.jsonl").string(),
+                    resumed_from.empty() ? -1 : state.step);
+  }
 
   const double peak = config.metrics.peak_gflops > 0 ? config.metrics.peak_gflops
                                                      : kernels::cpu::gemm_peak_gflops_measured();
@@ -145,13 +188,17 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
       "tokens per step",
       (unsigned long long)train_loader.num_windows(), T + 1, B, T, (long long)accum,
       (long long)tokens_per_step);
-  log_info("optimizer: %s, state %.1f MB; MFU peak %.1f GFLOP/s (%s); %.3g FLOP per token",
+  log_info("parallel: %d rank(s), backend %s, zero_stage %d, gradients as %s in %g MB buckets%s",
+           world, comm.backend(), config.parallel.zero_stage, config.parallel.comm_dtype.c_str(),
+           config.parallel.bucket_mb, config.parallel.overlap ? ", overlapped with backward" : "");
+  log_info("optimizer: %s, state %.1f MB per rank; MFU peak %.1f GFLOP/s (%s); %.3g FLOP per token",
            optimizer->name(), optimizer->state_bytes() / 1e6, peak,
            config.metrics.peak_gflops > 0 ? "metrics.peak_gflops" : "measured sgemm",
            flops_per_token);
   if (!resumed_from.empty())
     log_info("resumed from %s at step %lld", resumed_from.c_str(), (long long)state.step);
 
+  const FaultPlan fault = fault_plan_from_env();
   HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   Rng sample_rng;
   sample_rng.set_state(state.sample_rng);
@@ -159,13 +206,14 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   auto run_eval = [&](int64_t step) {
     if (!val_loader) return;
     Stopwatch w;
-    EvalResult r = evaluate(model, *val_loader, B, tc.eval_batches, inputs.data(), targets.data());
+    EvalResult r =
+        evaluate(model, *val_loader, B, tc.eval_batches, inputs.data(), targets.data(), &comm);
     log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
              (long long)r.tokens, w.seconds());
-    metrics.write({{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}});
+    if (metrics) metrics->write({{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}});
   };
   auto run_sample = [&]() {
-    if (!tokenizer) return;
+    if (!tokenizer || rank != 0) return;
     std::vector<int32_t> prompt = {int32_t(tokenizer->document_token())};
     auto out = generate(model, prompt, int(tc.sample_tokens), SamplingOptions{}, sample_rng);
     std::vector<uint32_t> ids(out.begin(), out.end());
@@ -179,32 +227,45 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   int exit_code = 0;
   for (int64_t step = state.step; step < tc.steps; ++step) {
     Stopwatch step_clock;
+    comm.set_context(strprintf("step %lld", (long long)step + 1));
+    interrupt_note_step(step + 1);
+    const comm::CommStats comm_before = comm.stats();
     const double lr = optim::lr_at(config.schedule, config.optimizer.lr, step, tc.steps);
     model.zero_grad();
-    double loss = 0, t_fwd = 0, t_bwd = 0;
+    double local_loss = 0, t_fwd = 0, t_bwd = 0;
+    float grad_scale = float(optimizer->gradient_scale() / double(accum));
+    if (fault.at("nan", rank, step + 1)) grad_scale = std::nanf("");
+    if (fault.at("exit", rank, step + 1)) std::_Exit(9);
     for (int64_t micro = 0; micro < accum; ++micro) {
       train_loader.next_batch(rank, world, B, inputs.data(), targets.data());
       Stopwatch w;
-      loss += model.forward(inputs.data(), targets.data(), B, T) / double(accum);
+      local_loss += model.forward(inputs.data(), targets.data(), B, T) / double(accum);
       t_fwd += w.seconds();
       w.reset();
-      model.backward(1.0f / float(accum));
+      optimizer->micro_batch_begin(int(micro), int(accum), model.grads());
+      model.backward(grad_scale, [&](size_t b, size_t e) { optimizer->grads_ready(b, e); });
+      optimizer->micro_batch_end(int(micro), int(accum));
       t_bwd += w.seconds();
     }
+    if (fault.at("hang", rank, step + 1))
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     Stopwatch w;
-    auto grads = model.grads();
-    const double norm = std::sqrt(ops.sum_squares(grads.data(), grads.size()));
-    GOSSAMER_CHECK(std::isfinite(norm) && std::isfinite(loss),
-                   "step %lld: non-finite loss (%g) or gradient norm (%g) on rank %d; stopping "
-                   "(the last checkpoint is intact)",
-                   (long long)step, loss, norm, rank);
-    const double clip = config.optimizer.grad_clip;
-    if (clip > 0) {
-      const double coef = clip / (norm + 1e-6);
-      if (coef < 1.0) ops.scale(grads.data(), float(coef), grads.size());
-    }
-    optimizer->step(model.params(), model.grads(), {step + 1, lr});
+    const optim::StepResult result = optimizer->step(model.params(), model.grads(), {step + 1, lr});
+    const double norm = result.grad_norm;
     const double t_opt = w.seconds();
+    // Every rank learns the mean loss, whether any rank was interrupted, and each rank's
+    // communication this step.
+    const StepTelemetry tel = exchange_step_telemetry(comm, local_loss, interrupt_requested(),
+                                                      comm.stats().since(comm_before));
+    const double loss = tel.mean_loss;
+    if (!std::isfinite(loss))  // the mean over ranks: every rank sees the same value
+      throw CollectiveError(
+          strprintf("step %lld: non-finite loss (%g); stopping (the last checkpoint is intact)",
+                    (long long)step + 1, loss));
+    const int64_t check_every = config.parallel.check_replicas_every;
+    if (check_every > 0 && (step + 1) % check_every == 0)
+      check_replicas_identical(comm, model.params(), step + 1);
+    const comm::CommStats comm_step = comm.stats().since(comm_before);
     const double dt = step_clock.seconds();
 
     state.step = step + 1;
@@ -215,42 +276,59 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
     const double avg = timed_steps ? step_time_sum / timed_steps : dt;
     const double tok_s = tokens_per_step / dt;
     const double mfu = flops_per_token * tok_s / (peak * 1e9);
-    metrics.write({{"step", state.step},
-                   {"loss", loss},
-                   {"lr", lr},
-                   {"grad_norm", norm},
-                   {"tokens_per_s", tok_s},
-                   {"mfu", mfu},
-                   {"bytes_sent", 0},
-                   {"tokens", state.tokens_seen},
-                   {"time_s", {{"total", dt}, {"fwd", t_fwd}, {"bwd", t_bwd}, {"optim", t_opt}}}});
+    const double t_comm = comm_step.seconds_waited();
+    if (metrics)
+      metrics->write({{"step", state.step},
+                      {"loss", loss},
+                      {"lr", lr},
+                      {"grad_norm", norm},
+                      {"tokens_per_s", tok_s},
+                      {"mfu", mfu},
+                      {"bytes_sent", comm_step.bytes_sent()},
+                      {"comm", comm_stats_json(comm_step)},
+                      {"ranks", tel.ranks_json()},
+                      {"tokens", state.tokens_seen},
+                      {"time_s",
+                       {{"total", dt},
+                        {"fwd", t_fwd},
+                        {"bwd", t_bwd},
+                        {"optim", t_opt},
+                        {"comm_wait", t_comm}}}});
     if (state.step % tc.log_every == 0 || state.step == tc.steps)
       log_info(
           "step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | "
-          "sent 0 B | fwd %.0f ms bwd %.0f ms optim %.0f ms | ETA %s",
-          (long long)state.step, (long long)tc.steps, loss, lr, norm, tok_s, 100 * mfu, 1e3 * t_fwd,
-          1e3 * t_bwd, 1e3 * t_opt, format_duration(avg * double(tc.steps - state.step)).c_str());
+          "sent %s | fwd %.0f ms bwd %.0f ms optim %.0f ms (comm wait %.0f ms) | ETA %s",
+          (long long)state.step, (long long)tc.steps, loss, lr, norm, tok_s, 100 * mfu,
+          format_bytes(double(comm_step.bytes_sent())).c_str(), 1e3 * t_fwd, 1e3 * t_bwd,
+          1e3 * t_opt, 1e3 * t_comm, format_duration(avg * double(tc.steps - state.step)).c_str());
 
     const bool last = state.step == tc.steps;
     if ((tc.eval_every > 0 && state.step % tc.eval_every == 0) || (last && tc.eval_every > 0))
       run_eval(state.step);
     if (tc.sample_every > 0 && (state.step % tc.sample_every == 0 || last)) run_sample();
-    const bool interrupted = interrupt_requested();
+    const bool interrupted = tel.any_interrupted;  // the same decision on every rank
     if (last || interrupted || (tc.checkpoint_every > 0 && state.step % tc.checkpoint_every == 0)) {
       state.sample_rng = sample_rng.state();
-      const std::string path = save_checkpoint(tc.out_dir, model, *optimizer, state, resolved);
-      prune_checkpoints(tc.out_dir, tc.keep_checkpoints);
-      log_info("checkpoint %s", path.c_str());
+      const std::string path =
+          save_checkpoint(tc.out_dir, model, *optimizer, state, resolved, comm);
+      if (rank == 0) {
+        prune_checkpoints(tc.out_dir, tc.keep_checkpoints);
+        log_info("checkpoint %s", path.c_str());
+      }
     }
     if (interrupted && !last) {
-      log_warn("interrupted by signal %d after step %lld; resume with --resume %s",
-               interrupt_signal(), (long long)state.step, tc.out_dir.c_str());
+      if (rank == 0)
+        log_warn("interrupted by signal %d after step %lld; resume with --resume %s",
+                 interrupt_signal(), (long long)state.step, tc.out_dir.c_str());
       exit_code = 130;
       break;
     }
   }
   log_info("done in %s", format_duration(run_clock.seconds()).c_str());
+  comm.barrier();
   return exit_code;
 }
+
+}  // namespace
 
 }  // namespace gossamer::train

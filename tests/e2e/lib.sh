@@ -48,3 +48,31 @@ require_data() {
     [[ -f "$f" ]] || { echo "FAIL: $f missing: run scripts/prepare-data.sh web first" >&2; exit 1; }
   done
 }
+
+# mpirun_np N ARGS...: mpirun with the flags that make Open MPI quiet and reliable here (root,
+# more ranks than cores, shared-memory transport).
+mpirun_np() {
+  local np="$1"; shift
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+    mpirun -np "$np" --bind-to none --mca btl self,vader -x OMP_NUM_THREADS=1 "$@"
+}
+
+# st_maxdiff A B: the largest |a - b| over every F32 tensor two safetensors files share by name
+# (prints "inf" when a tensor is missing from B or has another shape).
+st_maxdiff() {
+  node -e '
+    const fs = require("fs");
+    const load = (f) => { const b = fs.readFileSync(f); const n = Number(b.readBigUInt64LE(0));
+      return {h: JSON.parse(b.subarray(8, 8 + n).toString()), d: b.subarray(8 + n)}; };
+    const [a, b] = process.argv.slice(1).map(load);
+    let worst = 0;
+    for (const [name, t] of Object.entries(a.h)) {
+      if (name === "__metadata__") continue;
+      const u = b.h[name];
+      if (!u || JSON.stringify(u.shape) !== JSON.stringify(t.shape)) { console.log("inf"); process.exit(0); }
+      const x = new Float32Array(a.d.buffer.slice(a.d.byteOffset + t.data_offsets[0], a.d.byteOffset + t.data_offsets[1]));
+      const y = new Float32Array(b.d.buffer.slice(b.d.byteOffset + u.data_offsets[0], b.d.byteOffset + u.data_offsets[1]));
+      for (let i = 0; i < x.length; ++i) { const e = Math.abs(x[i] - y[i]); if (!(e <= worst)) worst = e; }
+    }
+    console.log(worst);' "$1" "$2"
+}

@@ -15,7 +15,8 @@ check "train" "--init-from --out --resume --set -c,--config -h,--help " train
 check "prep" "--docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
 check "generate" "--checkpoint --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
-check "bench" "--set --steps --warmup -c,--config -h,--help " bench
+check "bench" "--set --steps --warmup -c,--config -h,--help comm " bench
+check "bench comm" "--backend --check --dtype --iters --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm
 check "export-hf" "--force --no-tokenizer --tokenizer -h,--help checkpoint hf-dir " export-hf
 check "import-hf" "--force -h,--help checkpoint hf-dir " import-hf
 

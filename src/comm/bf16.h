@@ -1,0 +1,27 @@
+// bfloat16 <-> float conversions used by the communication backends (reductions of bf16
+// payloads run in fp32), the communication benchmark and the tests. A bf16 value is the upper
+// 16 bits of an IEEE fp32; float -> bf16 rounds to nearest, ties to even, and keeps NaNs NaN.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace gossamer::comm {
+
+inline float bf16_to_float(uint16_t h) {
+  const uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
+    return uint16_t((bits >> 16) | 0x0040u);  // NaN: keep it a (quiet) NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+}  // namespace gossamer::comm

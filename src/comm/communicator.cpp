@@ -1,0 +1,128 @@
+// Implementation of the backend-independent parts of communicator.h: names of dtypes, reduce
+// operations and collective kinds, CommStats arithmetic and Work::wait() with its timeout.
+// Invariant: stats are touched only by the thread that issues and waits on operations (backends'
+// worker threads never write them), so they need no lock.
+#include "comm/communicator.h"
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace gossamer::comm {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return 4;
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
+    case DType::U8:
+      return 1;
+  }
+  fail("comm: unknown dtype %d", int(dtype));
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return "fp32";
+    case DType::BF16:
+      return "bf16";
+    case DType::I32:
+      return "int32";
+    case DType::I64:
+      return "int64";
+    case DType::U8:
+      return "uint8";
+  }
+  return "unknown";
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+      return "sum";
+    case ReduceOp::MAX:
+      return "max";
+    case ReduceOp::MIN:
+      return "min";
+  }
+  return "unknown";
+}
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::ALL_REDUCE:
+      return "all_reduce";
+    case Kind::REDUCE_SCATTER:
+      return "reduce_scatter";
+    case Kind::ALL_GATHER:
+      return "all_gather";
+    case Kind::BROADCAST:
+      return "broadcast";
+    case Kind::SEND:
+      return "send";
+    case Kind::RECV:
+      return "recv";
+    case Kind::SENDRECV:
+      return "sendrecv";
+    case Kind::BARRIER:
+      return "barrier";
+  }
+  return "unknown";
+}
+
+int64_t CommStats::bytes_sent() const {
+  int64_t total = 0;
+  for (const KindStats& k : kinds) total += k.bytes_sent;
+  return total;
+}
+
+int64_t CommStats::bytes_received() const {
+  int64_t total = 0;
+  for (const KindStats& k : kinds) total += k.bytes_received;
+  return total;
+}
+
+double CommStats::seconds_waited() const {
+  double total = 0;
+  for (const KindStats& k : kinds) total += k.seconds_waited;
+  return total;
+}
+
+CommStats CommStats::since(const CommStats& earlier) const {
+  CommStats d;
+  for (int i = 0; i < kNumKinds; ++i) {
+    d.kinds[i].calls = kinds[i].calls - earlier.kinds[i].calls;
+    d.kinds[i].bytes_sent = kinds[i].bytes_sent - earlier.kinds[i].bytes_sent;
+    d.kinds[i].bytes_received = kinds[i].bytes_received - earlier.kinds[i].bytes_received;
+    d.kinds[i].seconds_waited = kinds[i].seconds_waited - earlier.kinds[i].seconds_waited;
+  }
+  return d;
+}
+
+void Work::wait() {
+  if (!state_) return;
+  const double limit = comm_ ? comm_->timeout() : 0;
+  Stopwatch watch;
+  bool completed = false;
+  try {
+    completed = state_->wait_for(limit);
+  } catch (...) {
+    if (comm_) comm_->mutable_stats()[kind_].seconds_waited += watch.seconds();
+    throw;
+  }
+  if (comm_) comm_->mutable_stats()[kind_].seconds_waited += watch.seconds();
+  if (completed) return;
+  const std::string context =
+      comm_->context().empty() ? std::string() : strprintf(" (%s)", comm_->context().c_str());
+  comm_->abort(kExitPeerFailure,
+               strprintf("rank %d: %s of %zu bytes did not complete within %g s%s; a peer rank "
+                         "died or hangs",
+                         comm_->rank(), kind_name(kind_), bytes_, limit, context.c_str()));
+}
+
+}  // namespace gossamer::comm

@@ -1,0 +1,162 @@
+// Communicator: every byte exchanged between ranks goes through this interface. Collectives
+// are asynchronous (each returns a Work handle to wait on, so communication overlaps compute)
+// and counted (per collective kind: calls, bytes sent, bytes received, seconds waited).
+// Backends: "single" (one process, no MPI runtime), "mpi" (host buffers) and "nccl" (device
+// buffers). Invariants: every rank issues the same collectives in the same order; operations
+// complete in issue order; a Work must be waited on before its buffers are read or reused.
+//
+// Byte accounting is analytic, not a wire measurement: S = the collective's payload in bytes,
+// N = world size, c_r = rank r's element count. all_reduce: 2(N-1)/N*S sent and received.
+// reduce_scatter: sent S - c_r*size (every other rank's part), received (N-1)*c_r*size.
+// all_gather: sent (N-1)*c_r*size, received S - c_r*size. broadcast (chain from the root):
+// received S by every rank but the root, sent S by every rank but the chain's last,
+// (root + N - 1) mod N. send/recv/sendrecv: what the call names. With equal counts these are
+// the ring algorithms' figures, the ones nccl-tests' busbw assumes (docs/COMM.md).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace gossamer::comm {
+
+enum class DType : uint8_t { F32, BF16, I32, I64, U8 };
+inline constexpr int kNumDTypes = 5;
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+enum class ReduceOp : uint8_t { SUM, MAX, MIN };
+const char* reduce_op_name(ReduceOp op);
+
+enum class Kind : uint8_t {
+  ALL_REDUCE,
+  REDUCE_SCATTER,
+  ALL_GATHER,
+  BROADCAST,
+  SEND,
+  RECV,
+  SENDRECV,
+  BARRIER,
+};
+inline constexpr int kNumKinds = 8;
+// "all_reduce", "reduce_scatter", ... (the keys of metrics.jsonl's "comm" object).
+const char* kind_name(Kind kind);
+
+struct KindStats {
+  int64_t calls = 0;
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double seconds_waited = 0;  // time callers spent blocked in Work::wait() / barrier()
+};
+
+struct CommStats {
+  std::array<KindStats, kNumKinds> kinds{};
+  KindStats& operator[](Kind k) { return kinds[static_cast<int>(k)]; }
+  const KindStats& operator[](Kind k) const { return kinds[static_cast<int>(k)]; }
+  int64_t bytes_sent() const;
+  int64_t bytes_received() const;
+  double seconds_waited() const;
+  // Element-wise this - earlier (per-step deltas from two snapshots).
+  CommStats since(const CommStats& earlier) const;
+};
+
+// Shared completion state of one operation; backends derive from it.
+class WorkState {
+ public:
+  virtual ~WorkState() = default;
+  // Blocks until the operation completed (true) or `seconds` passed (false; seconds <= 0:
+  // no limit). Throws gossamer::Error if the operation failed.
+  virtual bool wait_for(double seconds) = 0;
+  virtual bool done() = 0;
+};
+
+class Communicator;
+
+// Handle to an asynchronous operation. A default-constructed Work is already complete.
+class Work {
+ public:
+  Work() = default;
+  Work(std::shared_ptr<WorkState> state, Communicator* comm, Kind kind, size_t bytes)
+      : state_(std::move(state)), comm_(comm), kind_(kind), bytes_(bytes) {}
+  // Blocks until complete and adds the blocked time to the kind's seconds_waited. Past the
+  // communicator's timeout, aborts the job naming the rank, the operation and the context.
+  void wait();
+  bool done() const { return !state_ || state_->done(); }
+
+ private:
+  std::shared_ptr<WorkState> state_;
+  Communicator* comm_ = nullptr;
+  Kind kind_ = Kind::BARRIER;
+  size_t bytes_ = 0;  // payload, for the timeout message
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual const char* backend() const = 0;  // "single", "mpi", "nccl"
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;  // rank among the processes of this node
+  // Whether buffers passed to collectives live in device memory (nccl) or host memory.
+  virtual bool device_buffers() const = 0;
+
+  // In place: buf (n) <- op over ranks of buf.
+  virtual Work all_reduce(void* buf, size_t n, DType dtype, ReduceOp op) = 0;
+  // in (sum of counts) is reduced over ranks; out (counts[rank()]) receives this rank's part,
+  // the elements [sum(counts[0..rank)), +counts[rank]) of the result. counts.size() == size().
+  // out may point into in at this rank's offset (in place).
+  virtual Work reduce_scatter(const void* in, void* out, std::span<const size_t> counts,
+                              DType dtype, ReduceOp op) = 0;
+  // in (counts[rank()]) from every rank, concatenated in rank order into out (sum of counts).
+  // in may point into out at this rank's offset (in place).
+  virtual Work all_gather(const void* in, void* out, std::span<const size_t> counts,
+                          DType dtype) = 0;
+  virtual Work broadcast(void* buf, size_t n, DType dtype, int root) = 0;
+  virtual Work send(const void* buf, size_t n, DType dtype, int peer) = 0;
+  virtual Work recv(void* buf, size_t n, DType dtype, int peer) = 0;
+  virtual Work sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                        size_t recv_n, int source, DType dtype) = 0;
+  // Blocks until every rank reached it (after all previously issued operations).
+  virtual void barrier() = 0;
+
+  // Ends every rank of the job now: logs `message` and exits with `exit_code` (MPI_Abort on
+  // mpi/nccl). Used when one rank fails so the others do not wait forever.
+  [[noreturn]] virtual void abort(int exit_code, const std::string& message) = 0;
+
+  // A Work::wait() or barrier() blocked longer than this aborts the job (abort(kExitPeerFailure,
+  // ...)) with a message naming this rank, the operation and the context. 0 = wait forever.
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+  double timeout() const { return timeout_s_; }
+  // Free text added to error messages, e.g. "step 12" (set by the trainer every step).
+  void set_context(std::string context) { context_ = std::move(context); }
+  const std::string& context() const { return context_; }
+
+  const CommStats& stats() const { return stats_; }
+  CommStats& mutable_stats() { return stats_; }
+
+ protected:
+  CommStats stats_;
+  double timeout_s_ = 0;
+  std::string context_;
+};
+
+// Exit code of a job ended because a peer rank failed or a collective timed out.
+inline constexpr int kExitPeerFailure = 3;
+
+// backend: "auto" | "single" | "mpi" | "nccl". auto = nccl when built with CUDA and a GPU is
+// visible, else mpi when launched by mpirun/srun with more than one rank, else single. The
+// choice is logged. Throws gossamer::Error naming parallel.backend when unavailable.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend);
+
+// Launch environment as seen before any MPI call (Open MPI, PMIx, Slurm variables).
+struct LaunchEnv {
+  int rank = 0, size = 1, local_rank = 0;
+  const char* source = "none";  // which variables were found
+};
+LaunchEnv detect_launch_env();
+
+}  // namespace gossamer::comm

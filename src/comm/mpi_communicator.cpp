@@ -1,0 +1,411 @@
+// Implementation of the mpi backend (mpi_communicator.h): argument checks and byte counting on
+// the issuing thread, a FIFO queue, and one worker thread running blocking MPI calls. Operations
+// too big for one MPI call (counts are int) are split into chunks: all_reduce, broadcast and
+// point-to-point per chunk; reduce_scatter / all_gather whose total exceeds the chunk fall back
+// to one rooted MPI_Reduce / MPI_Bcast per rank's part and chunk.
+#include "comm/mpi_communicator.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "comm/byte_accounting.h"
+#include "comm/op_args.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace gossamer::comm {
+
+namespace {
+
+constexpr int kTag = 0;  // our own duplicated communicator: no other traffic to tell apart
+
+char* at(void* p, size_t i, size_t size) {
+  return static_cast<char*>(p) + i * size;
+}
+const char* at(const void* p, size_t i, size_t size) {
+  return static_cast<const char*>(p) + i * size;
+}
+
+}  // namespace
+
+class MpiCommunicator::State final : public WorkState {
+ public:
+  bool wait_for(double seconds) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto ready = [this] { return done_; };
+    if (seconds <= 0)
+      cv_.wait(lock, ready);
+    else if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), ready))
+      return false;
+    if (!error_.empty()) throw Error(error_);
+    return true;
+  }
+
+  bool done() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+
+  void complete(std::string error) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+      error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string error_;
+};
+
+MpiCommunicator::MpiCommunicator() : runtime_(MpiRuntime::acquire()) {
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "comm: MPI_Comm_dup(MPI_COMM_WORLD)");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  MPI_Comm node = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+            "comm: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_free(&node);
+  icounts_.resize(size_t(size_));
+  idispls_.resize(size_t(size_));
+  worker_ = std::thread(&MpiCommunicator::worker_loop, this);
+  pthread_setname_np(worker_.native_handle(), "gossamer-mpi");
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  size_t pending = 0;
+  bool drained = true;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    stop_ = true;
+    queue_cv_.notify_all();
+    auto idle = [this] { return queue_.empty() && !busy_; };
+    if (timeout_s_ > 0)
+      drained = idle_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s_), idle);
+    else
+      idle_cv_.wait(lock, idle);
+    pending = queue_.size() + (busy_ ? 1 : 0);
+  }
+  if (!drained) {
+    const std::string context =
+        context_.empty() ? std::string() : strprintf(" (%s)", context_.c_str());
+    abort(kExitPeerFailure,
+          strprintf("rank %d: %zu operation(s) still pending at shutdown after %g s%s; a peer "
+                    "rank died or hangs",
+                    rank_, pending, timeout_s_, context.c_str()));
+  }
+  worker_.join();
+  MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::set_max_chunk_bytes(size_t bytes) {
+  GOSSAMER_CHECK(bytes >= 8, "comm: max chunk of %zu bytes, expected at least 8", bytes);
+  max_chunk_bytes_ = bytes;
+}
+
+Work MpiCommunicator::enqueue(Op op, size_t bytes) {
+  op.chunk = std::clamp<size_t>(max_chunk_bytes_ / dtype_size(op.dtype), 1, size_t(INT_MAX));
+  op.context = context_;
+  auto state = std::make_shared<State>();
+  op.state = state;
+  const Kind kind = op.kind;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(op));
+  }
+  queue_cv_.notify_one();
+  return Work(std::move(state), this, kind, bytes);
+}
+
+void MpiCommunicator::worker_loop() {
+  for (;;) {
+    Op op;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    std::string error;
+    if (!failed_.empty()) {
+      error = strprintf("rank %d: %s not run: an earlier operation failed (%s)", rank_,
+                        kind_name(op.kind), failed_.c_str());
+    } else {
+      try {
+        execute(op);
+      } catch (const std::exception& e) {
+        const std::string context =
+            op.context.empty() ? std::string() : strprintf(" (%s)", op.context.c_str());
+        failed_ = strprintf("rank %d: mpi %s failed%s: %s", rank_, kind_name(op.kind),
+                            context.c_str(), e.what());
+        error = failed_;
+      }
+    }
+    op.state->complete(std::move(error));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+void MpiCommunicator::execute(const Op& op) {
+  const size_t es = dtype_size(op.dtype);
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  switch (op.kind) {
+    case Kind::ALL_REDUCE: {
+      const MPI_Op mop = runtime_->op(op.reduce, op.dtype);
+      for (size_t i = 0; i < op.n; i += op.chunk)
+        mpi_check(MPI_Allreduce(MPI_IN_PLACE, at(op.out, i, es), int(std::min(op.chunk, op.n - i)),
+                                type, mop, comm_),
+                  "MPI_Allreduce");
+      return;
+    }
+    case Kind::REDUCE_SCATTER:
+      return run_reduce_scatter(op);
+    case Kind::ALL_GATHER:
+      return run_all_gather(op);
+    case Kind::BROADCAST:
+      for (size_t i = 0; i < op.n; i += op.chunk)
+        mpi_check(
+            MPI_Bcast(at(op.out, i, es), int(std::min(op.chunk, op.n - i)), type, op.peer, comm_),
+            "MPI_Bcast");
+      return;
+    case Kind::SEND:
+      for (size_t i = 0; i < op.n; i += op.chunk)
+        mpi_check(MPI_Send(at(op.in, i, es), int(std::min(op.chunk, op.n - i)), type, op.peer, kTag,
+                           comm_),
+                  "MPI_Send");
+      return;
+    case Kind::RECV:
+      for (size_t i = 0; i < op.n; i += op.chunk)
+        recv_checked(at(op.out, i, es), std::min(op.chunk, op.n - i), type, op.peer, "MPI_Recv");
+      return;
+    case Kind::SENDRECV:
+      return run_sendrecv(op);
+    case Kind::BARRIER:
+      mpi_check(MPI_Barrier(comm_), "MPI_Barrier");
+      return;
+  }
+}
+
+void MpiCommunicator::recv_checked(void* buf, size_t n, MPI_Datatype type, int source,
+                                   const char* what) {
+  MPI_Status status;
+  mpi_check(MPI_Recv(buf, int(n), type, source, kTag, comm_, &status), what);
+  int got = 0;
+  MPI_Get_count(&status, type, &got);
+  GOSSAMER_CHECK(size_t(got) == n, "%s: expected %zu elements from rank %d, received %d", what, n,
+                 source, got);
+}
+
+void MpiCommunicator::run_reduce_scatter(const Op& op) {
+  const size_t es = dtype_size(op.dtype), total = count_sum(op.counts);
+  if (total == 0) return;
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  const MPI_Op mop = runtime_->op(op.reduce, op.dtype);
+  const size_t mine = op.counts[size_t(rank_)], offset = count_offset(op.counts, rank_);
+  if (total <= op.chunk) {
+    for (int r = 0; r < size_; ++r) icounts_[size_t(r)] = int(op.counts[size_t(r)]);
+    if (op.in_place) {
+      // MPI's in-place form leaves this rank's part at the start of the buffer: move it home.
+      void* base = const_cast<void*>(op.in);
+      mpi_check(MPI_Reduce_scatter(MPI_IN_PLACE, base, icounts_.data(), type, mop, comm_),
+                "MPI_Reduce_scatter");
+      if (offset > 0 && mine > 0) std::memmove(at(base, offset, es), base, mine * es);
+    } else {
+      mpi_check(MPI_Reduce_scatter(op.in, op.out, icounts_.data(), type, mop, comm_),
+                "MPI_Reduce_scatter");
+    }
+    return;
+  }
+  size_t part = 0;  // offset of rank r's part
+  for (int r = 0; r < size_; ++r) {
+    const size_t count = op.counts[size_t(r)];
+    for (size_t i = 0; i < count; i += op.chunk) {
+      const int c = int(std::min(op.chunk, count - i));
+      const void* src = at(op.in, part + i, es);
+      if (r == rank_)
+        mpi_check(
+            MPI_Reduce(op.in_place ? MPI_IN_PLACE : src, at(op.out, i, es), c, type, mop, r, comm_),
+            "MPI_Reduce");
+      else
+        mpi_check(MPI_Reduce(src, nullptr, c, type, mop, r, comm_), "MPI_Reduce");
+    }
+    part += count;
+  }
+}
+
+void MpiCommunicator::run_all_gather(const Op& op) {
+  const size_t es = dtype_size(op.dtype), total = count_sum(op.counts);
+  if (total == 0) return;
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  const size_t mine = op.counts[size_t(rank_)], offset = count_offset(op.counts, rank_);
+  if (total <= op.chunk) {
+    size_t displ = 0;
+    for (int r = 0; r < size_; ++r) {
+      icounts_[size_t(r)] = int(op.counts[size_t(r)]);
+      idispls_[size_t(r)] = int(displ);
+      displ += op.counts[size_t(r)];
+    }
+    mpi_check(MPI_Allgatherv(op.in_place ? MPI_IN_PLACE : op.in, int(mine), type, op.out,
+                             icounts_.data(), idispls_.data(), type, comm_),
+              "MPI_Allgatherv");
+    return;
+  }
+  if (!op.in_place && mine > 0) std::memcpy(at(op.out, offset, es), op.in, mine * es);
+  size_t part = 0;
+  for (int r = 0; r < size_; ++r) {
+    const size_t count = op.counts[size_t(r)];
+    for (size_t i = 0; i < count; i += op.chunk)
+      mpi_check(
+          MPI_Bcast(at(op.out, part + i, es), int(std::min(op.chunk, count - i)), type, r, comm_),
+          "MPI_Bcast");
+    part += count;
+  }
+}
+
+void MpiCommunicator::run_sendrecv(const Op& op) {
+  const size_t es = dtype_size(op.dtype);
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  if (op.n <= op.chunk && op.n2 <= op.chunk) {
+    MPI_Status status;
+    mpi_check(MPI_Sendrecv(op.in, int(op.n), type, op.peer, kTag, op.out, int(op.n2), type,
+                           op.peer2, kTag, comm_, &status),
+              "MPI_Sendrecv");
+    int got = 0;
+    MPI_Get_count(&status, type, &got);
+    GOSSAMER_CHECK(size_t(got) == op.n2,
+                   "MPI_Sendrecv: expected %zu elements from rank %d, "
+                   "received %d",
+                   op.n2, op.peer2, got);
+    return;
+  }
+  // Every chunk in flight at once; each direction's chunking depends only on its own count,
+  // which both ends of it know, and MPI keeps messages between two ranks in order.
+  requests_.clear();
+  for (size_t i = 0; i < op.n2; i += op.chunk) {
+    requests_.emplace_back();
+    mpi_check(MPI_Irecv(at(op.out, i, es), int(std::min(op.chunk, op.n2 - i)), type, op.peer2, kTag,
+                        comm_, &requests_.back()),
+              "MPI_Irecv");
+  }
+  const size_t receives = requests_.size();
+  for (size_t i = 0; i < op.n; i += op.chunk) {
+    requests_.emplace_back();
+    mpi_check(MPI_Isend(at(op.in, i, es), int(std::min(op.chunk, op.n - i)), type, op.peer, kTag,
+                        comm_, &requests_.back()),
+              "MPI_Isend");
+  }
+  statuses_.resize(requests_.size());
+  mpi_check(MPI_Waitall(int(requests_.size()), requests_.data(), statuses_.data()),
+            "MPI_Waitall (sendrecv)");
+  size_t got_total = 0;
+  for (size_t k = 0; k < receives; ++k) {
+    int got = 0;
+    MPI_Get_count(&statuses_[k], type, &got);
+    got_total += size_t(got);
+  }
+  GOSSAMER_CHECK(got_total == op.n2, "sendrecv: expected %zu elements from rank %d, received %zu",
+                 op.n2, op.peer2, got_total);
+}
+
+Work MpiCommunicator::all_reduce(void* buf, size_t n, DType dtype, ReduceOp reduce) {
+  check_buffer(Kind::ALL_REDUCE, buf, n, "buf");
+  count_call(stats_, Kind::ALL_REDUCE, all_reduce_bytes(n, dtype, size_));
+  Op op;
+  op.kind = Kind::ALL_REDUCE, op.dtype = dtype, op.reduce = reduce, op.out = buf, op.n = n;
+  return enqueue(std::move(op), n * dtype_size(dtype));
+}
+
+Work MpiCommunicator::reduce_scatter(const void* in, void* out, std::span<const size_t> counts,
+                                     DType dtype, ReduceOp reduce) {
+  Op op;
+  op.in_place = check_reduce_scatter(in, out, counts, dtype, rank_, size_);
+  count_call(stats_, Kind::REDUCE_SCATTER, reduce_scatter_bytes(counts, dtype, rank_));
+  op.kind = Kind::REDUCE_SCATTER, op.dtype = dtype, op.reduce = reduce, op.in = in, op.out = out;
+  op.counts.assign(counts.begin(), counts.end());
+  return enqueue(std::move(op), count_sum(counts) * dtype_size(dtype));
+}
+
+Work MpiCommunicator::all_gather(const void* in, void* out, std::span<const size_t> counts,
+                                 DType dtype) {
+  Op op;
+  op.in_place = check_all_gather(in, out, counts, dtype, rank_, size_);
+  count_call(stats_, Kind::ALL_GATHER, all_gather_bytes(counts, dtype, rank_));
+  op.kind = Kind::ALL_GATHER, op.dtype = dtype, op.in = in, op.out = out;
+  op.counts.assign(counts.begin(), counts.end());
+  return enqueue(std::move(op), count_sum(counts) * dtype_size(dtype));
+}
+
+Work MpiCommunicator::broadcast(void* buf, size_t n, DType dtype, int root) {
+  check_root(Kind::BROADCAST, root, size_);
+  check_buffer(Kind::BROADCAST, buf, n, "buf");
+  count_call(stats_, Kind::BROADCAST, broadcast_bytes(n, dtype, root, rank_, size_));
+  Op op;
+  op.kind = Kind::BROADCAST, op.dtype = dtype, op.out = buf, op.n = n, op.peer = root;
+  return enqueue(std::move(op), n * dtype_size(dtype));
+}
+
+Work MpiCommunicator::send(const void* buf, size_t n, DType dtype, int peer) {
+  check_peer(Kind::SEND, peer, rank_, size_, false);
+  check_buffer(Kind::SEND, buf, n, "buf");
+  count_call(stats_, Kind::SEND, send_bytes(n, dtype));
+  Op op;
+  op.kind = Kind::SEND, op.dtype = dtype, op.in = buf, op.n = n, op.peer = peer;
+  return enqueue(std::move(op), n * dtype_size(dtype));
+}
+
+Work MpiCommunicator::recv(void* buf, size_t n, DType dtype, int peer) {
+  check_peer(Kind::RECV, peer, rank_, size_, false);
+  check_buffer(Kind::RECV, buf, n, "buf");
+  count_call(stats_, Kind::RECV, recv_bytes(n, dtype));
+  Op op;
+  op.kind = Kind::RECV, op.dtype = dtype, op.out = buf, op.n = n, op.peer = peer;
+  return enqueue(std::move(op), n * dtype_size(dtype));
+}
+
+Work MpiCommunicator::sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                               size_t recv_n, int source, DType dtype) {
+  check_peer(Kind::SENDRECV, dest, rank_, size_, true);
+  check_peer(Kind::SENDRECV, source, rank_, size_, true);
+  check_buffer(Kind::SENDRECV, send_buf, send_n, "send_buf");
+  check_buffer(Kind::SENDRECV, recv_buf, recv_n, "recv_buf");
+  check_disjoint(Kind::SENDRECV, send_buf, send_n, recv_buf, recv_n, dtype, "send_buf", "recv_buf");
+  count_call(stats_, Kind::SENDRECV, sendrecv_bytes(send_n, dest, recv_n, source, dtype, rank_));
+  Op op;
+  op.kind = Kind::SENDRECV, op.dtype = dtype, op.in = send_buf, op.n = send_n, op.peer = dest;
+  op.out = recv_buf, op.n2 = recv_n, op.peer2 = source;
+  return enqueue(std::move(op), (send_n + recv_n) * dtype_size(dtype));
+}
+
+void MpiCommunicator::barrier() {
+  count_call(stats_, Kind::BARRIER, {});
+  Op op;
+  op.kind = Kind::BARRIER;
+  enqueue(std::move(op), 0).wait();
+}
+
+void MpiCommunicator::abort(int exit_code, const std::string& message) {
+  log_error("%s", message.c_str());
+  std::fflush(nullptr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; in case it does
+}
+
+}  // namespace gossamer::comm

@@ -1,0 +1,101 @@
+// The "mpi" backend: host buffers, one MPI communicator (a duplicate of MPI_COMM_WORLD) per
+// object, and ONE worker thread that executes the queued operations in issue order with blocking
+// MPI calls, so communication progresses while the issuing thread computes (the design of
+// PyTorch's ProcessGroupMPI). The issuing thread only enqueues and waits; the worker completes
+// each Work (mutex + condition variable) or records its error, rethrown by Work::wait().
+// Invariant: operations run one at a time in issue order; a failed operation fails every later
+// one (the ranks' sequences no longer match). Counts above the chunk limit are split into several
+// MPI calls, so counts beyond INT_MAX elements work.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/mpi_runtime.h"
+
+namespace gossamer::comm {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator();  // collective over MPI_COMM_WORLD (MPI_Comm_dup)
+  // Drains the queue (aborting the job if that takes longer than the timeout), joins the worker,
+  // frees the communicator, and finalizes MPI if this was the last user and we initialized it.
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  const char* backend() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  bool device_buffers() const override { return false; }
+
+  Work all_reduce(void* buf, size_t n, DType dtype, ReduceOp op) override;
+  Work reduce_scatter(const void* in, void* out, std::span<const size_t> counts, DType dtype,
+                      ReduceOp op) override;
+  Work all_gather(const void* in, void* out, std::span<const size_t> counts, DType dtype) override;
+  Work broadcast(void* buf, size_t n, DType dtype, int root) override;
+  Work send(const void* buf, size_t n, DType dtype, int peer) override;
+  Work recv(void* buf, size_t n, DType dtype, int peer) override;
+  Work sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf, size_t recv_n,
+                int source, DType dtype) override;
+  void barrier() override;
+  [[noreturn]] void abort(int exit_code, const std::string& message) override;
+
+  // Largest payload of one MPI call, in bytes (default 1 GiB; never more than INT_MAX
+  // elements). Bigger operations are split. Applies to operations issued afterwards; tests lower
+  // it to exercise the split paths with small buffers.
+  void set_max_chunk_bytes(size_t bytes);
+
+ private:
+  class State;
+  struct Op {
+    Kind kind = Kind::BARRIER;
+    DType dtype = DType::U8;
+    ReduceOp reduce = ReduceOp::SUM;
+    const void* in = nullptr;
+    void* out = nullptr;
+    size_t n = 0, n2 = 0;     // element counts (sendrecv: send, recv)
+    int peer = 0, peer2 = 0;  // root / peer (sendrecv: dest, source)
+    bool in_place = false;
+    std::vector<size_t> counts;  // reduce_scatter / all_gather
+    size_t chunk = 0;            // elements per MPI call
+    std::string context;         // the communicator's context when issued, for errors
+    std::shared_ptr<State> state;
+  };
+
+  Work enqueue(Op op, size_t bytes);
+  void worker_loop();
+  void execute(const Op& op);
+  void run_reduce_scatter(const Op& op);
+  void run_all_gather(const Op& op);
+  void run_sendrecv(const Op& op);
+  void recv_checked(void* buf, size_t n, MPI_Datatype type, int source, const char* what);
+
+  std::shared_ptr<MpiRuntime> runtime_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  size_t max_chunk_bytes_ = size_t{1} << 30;
+
+  std::mutex mutex_;
+  std::condition_variable queue_cv_;  // worker: an op arrived or stop
+  std::condition_variable idle_cv_;   // destructor: the queue drained
+  std::deque<Op> queue_;
+  bool busy_ = false, stop_ = false;
+  std::thread worker_;
+
+  // Worker-only state, sized once.
+  std::string failed_;  // the first error; later ops fail with it
+  std::vector<int> icounts_, idispls_;
+  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Status> statuses_;
+};
+
+}  // namespace gossamer::comm

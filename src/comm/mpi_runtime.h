@@ -1,0 +1,38 @@
+// MPI runtime shared by the mpi and nccl backends: MPI_Init_thread(MPI_THREAD_MULTIPLE) when the
+// first communicator needs it, MPI_Finalize when the last one is gone (only if we initialized
+// MPI), the bf16 reduction operators, and dtype / op / error-code translation.
+// Invariant: MPI is process-wide, so the runtime is too: one reference-counted instance, the one
+// piece of process-wide state in src/comm; MPI cannot start again once finalized.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+
+namespace gossamer::comm {
+
+class MpiRuntime {
+ public:
+  // Initializes MPI (thread level MULTIPLE, or an error) on first use; shared afterwards.
+  static std::shared_ptr<MpiRuntime> acquire();
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  MPI_Op op(ReduceOp op, DType dtype) const;  // bf16: our fp32-accumulating operators
+
+ private:
+  MpiRuntime() = default;
+  bool initialized_here_ = false;
+  MPI_Op bf16_ops_[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum, max, min
+};
+
+MPI_Datatype mpi_datatype(DType dtype);  // bf16 travels as MPI_UINT16_T
+std::string mpi_error_string(int code);
+// Throws gossamer::Error "<what>: <MPI error string>" unless rc == MPI_SUCCESS.
+void mpi_check(int rc, const char* what);
+
+}  // namespace gossamer::comm

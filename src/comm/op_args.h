@@ -1,0 +1,34 @@
+// Argument checks shared by the backends: count vectors, null buffers, ranks and the in-place
+// forms of reduce_scatter / all_gather. Every check throws gossamer::Error naming the operation.
+// Invariant: a buffer either is the in-place position exactly (out == in + offset of this rank for
+// reduce_scatter, in == out + offset for all_gather) or does not overlap the other at all.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "comm/communicator.h"
+
+namespace gossamer::comm {
+
+size_t count_sum(std::span<const size_t> counts);
+// Elements before rank `rank`'s part: counts[0] + ... + counts[rank - 1].
+size_t count_offset(std::span<const size_t> counts, int rank);
+
+// p must be non-null when n > 0.
+void check_buffer(Kind kind, const void* p, size_t n, const char* what);
+void check_root(Kind kind, int root, int world);
+// A valid rank; `allow_self` false rejects this rank.
+void check_peer(Kind kind, int peer, int rank, int world, bool allow_self);
+
+// The two buffers (of a_n and b_n elements) must not overlap.
+void check_disjoint(Kind kind, const void* a, size_t a_n, const void* b, size_t b_n, DType dtype,
+                    const char* a_name, const char* b_name);
+
+// Checks counts (one per rank), buffers and overlap; returns true when the call is in place.
+bool check_reduce_scatter(const void* in, const void* out, std::span<const size_t> counts,
+                          DType dtype, int rank, int world);
+bool check_all_gather(const void* in, const void* out, std::span<const size_t> counts, DType dtype,
+                      int rank, int world);
+
+}  // namespace gossamer::comm

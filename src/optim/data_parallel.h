@@ -1,0 +1,88 @@
+// DataParallel: a dense update rule (AdamW, ...) synchronised over a communicator in one of
+// three modes (parallel.zero_stage):
+//   0 replicated: gradients are all-reduced in buckets; every rank updates every parameter.
+//   1 ZeRO-1: gradients are reduce-scattered in buckets; rank r owns the contiguous shard
+//     [shard_begin(r), shard_end(r)) of the flat space, keeps optimizer state for it only,
+//     updates it, and the parameters are all-gathered.
+//   2 ZeRO-2: as 1, and with gradient accumulation the gradients are reduce-scattered after
+//     every micro-batch, each rank accumulating only its shard.
+// Buckets are fixed ranges of parallel.bucket_mb of the flat gradient buffer, in buffer
+// (= backward) order; a bucket's collective starts from the model's "gradients ready" hook as
+// soon as backward has finished it (parallel.overlap), so communication overlaps backward.
+// Every bucket's local gradients are checked for NaN/Inf before they are sent; the ranks then
+// agree (one small all-reduce) and all throw naming the lowest failing rank.
+// Invariant: after step(), the parameters are bit-identical on every rank (each coordinate is
+// updated by exactly one rank, or by all ranks from identical inputs, then distributed).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/buffer.h"
+#include "optim/optimizer.h"
+#include "optim/update_rule.h"
+
+namespace gossamer::optim {
+
+class DataParallel final : public Optimizer {
+ public:
+  DataParallel(const OptimizerConfig& config, const ParallelConfig& parallel,
+               const model::ParamLayout& layout, const kernels::OpTable& ops,
+               comm::Communicator& comm,
+               const std::function<std::unique_ptr<UpdateRule>(size_t, size_t)>& make_rule);
+  ~DataParallel() override;
+
+  const char* name() const override { return rule_->name(); }
+  double gradient_scale() const override { return 1.0 / world_; }
+  void micro_batch_begin(int index, int count, std::span<float> grads) override;
+  void grads_ready(size_t begin, size_t end) override;
+  void micro_batch_end(int index, int count) override;
+  StepResult step(std::span<float> params, std::span<float> grads, const StepContext& ctx) override;
+  std::vector<StateTensor> state() override { return rule_->state(); }
+  size_t state_bytes() const override { return rule_->state_bytes(); }
+
+  // The slice of the flat space this rank updates ([0, total) when replicated).
+  size_t update_begin() const { return lo_; }
+  size_t update_end() const { return hi_; }
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    size_t begin, end;
+    std::vector<size_t> counts;  // elements of [begin, end) owned by each rank (ZeRO)
+  };
+  void launch(size_t b);
+  void launch_remaining();
+  void finish_all();  // waits for launched buckets; unpacks bf16
+  void check_agreement(int64_t t);
+
+  OptimizerConfig cfg_;
+  ParallelConfig par_;
+  const kernels::OpTable& ops_;
+  comm::Communicator& comm_;
+  int world_, rank_;
+  size_t total_, lo_, hi_;
+  std::vector<size_t> shard_counts_;  // per rank (ZeRO); parameters all-gather
+  std::vector<Bucket> buckets_;
+  std::unique_ptr<UpdateRule> rule_;
+  bool bf16_;
+  HostBuffer<uint16_t> wire_;   // bf16 staging, flat layout
+  HostBuffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated shard
+  float* grads_ = nullptr;      // the gradient buffer of the current step
+  // Per micro-batch state.
+  bool communicating_ = false;
+  size_t ready_ = 0, next_bucket_ = 0;
+  std::vector<comm::Work> pending_;
+  std::vector<size_t> pending_bucket_;
+  bool local_bad_ = false;
+  double local_sumsq_ = 0;  // of the local gradients checked this step
+};
+
+// Balanced contiguous split of [0, total) over `world` ranks: rank r gets
+// [total * r / world, total * (r + 1) / world).
+size_t shard_begin(size_t total, int world, int rank);
+
+}  // namespace gossamer::optim

@@ -1,0 +1,24 @@
+// Fault injection for the failure tests (never set in normal use): the environment variable
+// GOSSAMER_FAULT="KIND:RANK:STEP" makes rank RANK misbehave at step STEP (1-based):
+//   nan   its loss gradient is scaled by NaN, so all its local gradients are NaN;
+//   hang  it stops before the optimizer step and sleeps (peers then hit parallel.timeout_s);
+//   exit  it exits at once with status 9, as if killed.
+// Invariant: without the variable every query returns false; a malformed value is an error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gossamer::train {
+
+struct FaultPlan {
+  std::string kind;  // "" = none
+  int rank = -1;
+  int64_t step = -1;
+  bool at(const char* k, int r, int64_t s) const { return kind == k && rank == r && step == s; }
+};
+
+// Parses GOSSAMER_FAULT (logs a warning when a fault is armed).
+FaultPlan fault_plan_from_env();
+
+}  // namespace gossamer::train

@@ -1,0 +1,72 @@
+// exchange_step_telemetry() and the JSON / text formatting of communication statistics.
+#include "train/step_telemetry.h"
+
+#include <cstring>
+
+#include "comm/gather_values.h"
+#include "core/error.h"
+
+namespace gossamer::train {
+
+StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool interrupted,
+                                      const comm::CommStats& step_so_far) {
+  const double mine[4] = {local_loss, interrupted ? 1.0 : 0.0, double(step_so_far.bytes_sent()),
+                          step_so_far.seconds_waited()};
+  const std::vector<double> all = comm::all_gather_doubles(comm, mine);
+  StepTelemetry t;
+  double sum = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const double* v = all.data() + 4 * r;
+    sum += v[0];
+    t.any_interrupted = t.any_interrupted || v[1] != 0.0;
+    t.ranks.push_back({int64_t(v[2]), v[3]});
+  }
+  t.mean_loss = sum / comm.size();
+  return t;
+}
+
+nlohmann::json StepTelemetry::ranks_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t r = 0; r < ranks.size(); ++r)
+    out.push_back({{"rank", r}, {"bytes_sent", ranks[r].bytes_sent}, {"wait_s", ranks[r].wait_s}});
+  return out;
+}
+
+void check_replicas_identical(comm::Communicator& comm, std::span<const float> params,
+                              int64_t step) {
+  // FNV-1a over 64-bit words (the bits, so -0.0 != 0.0 and NaN payloads count).
+  uint64_t h = 1469598103934665603ull;
+  const auto* words = reinterpret_cast<const uint32_t*>(params.data());
+  for (size_t i = 0; i < params.size(); ++i) h = (h ^ words[i]) * 1099511628211ull;
+  double as_double;
+  std::memcpy(&as_double, &h, sizeof h);
+  const std::vector<double> all = comm::all_gather_doubles(comm, {&as_double, 1});
+  for (int r = 1; r < comm.size(); ++r)
+    if (std::memcmp(&all[size_t(r)], &all[0], sizeof(double)) != 0)
+      throw CollectiveError(
+          strprintf("step %lld: the parameters of rank %d differ from rank 0's (replicas must be "
+                    "bit-identical)",
+                    (long long)step, r));
+}
+
+nlohmann::json comm_stats_json(const comm::CommStats& stats) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int k = 0; k < comm::kNumKinds; ++k) {
+    const comm::KindStats& s = stats.kinds[size_t(k)];
+    if (s.calls == 0) continue;
+    out[comm::kind_name(comm::Kind(k))] = {{"calls", s.calls},
+                                           {"bytes_sent", s.bytes_sent},
+                                           {"bytes_received", s.bytes_received},
+                                           {"wait_s", s.seconds_waited}};
+  }
+  return out;
+}
+
+std::string format_bytes(double b) {
+  if (b < 1e3) return strprintf("%.0f B", b);
+  if (b < 1e6) return strprintf("%.1f KB", b / 1e3);
+  if (b < 1e9) return strprintf("%.1f MB", b / 1e6);
+  return strprintf("%.2f GB", b / 1e9);
+}
+
+}  // namespace gossamer::train

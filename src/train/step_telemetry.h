@@ -1,0 +1,45 @@
+// Per-step agreement and telemetry between ranks: after each optimizer step every rank learns
+// the mean training loss over ranks, whether any rank received an interrupt signal (so all
+// ranks checkpoint and stop at the same step), and each rank's communication so far in the
+// step (bytes sent, seconds waited) for metrics.jsonl. One small all-gather per step (none at
+// world size 1); its own bytes are counted in the step's statistics like any other.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/communicator.h"
+
+namespace gossamer::train {
+
+struct StepTelemetry {
+  double mean_loss = 0;
+  bool any_interrupted = false;
+  struct Rank {
+    int64_t bytes_sent = 0;
+    double wait_s = 0;
+  };
+  std::vector<Rank> ranks;
+  // [{"rank": 0, "bytes_sent": ..., "wait_s": ...}, ...]
+  nlohmann::json ranks_json() const;
+};
+
+StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool interrupted,
+                                      const comm::CommStats& step_so_far);
+
+// Throws gossamer::Error on every rank, naming the step and the first rank whose parameters
+// differ bit-wise from rank 0's (a 64-bit hash of the buffer is compared).
+void check_replicas_identical(comm::Communicator& comm, std::span<const float> params,
+                              int64_t step);
+
+// {"all_reduce": {"calls", "bytes_sent", "bytes_received", "wait_s"}, ...} for the kinds used.
+nlohmann::json comm_stats_json(const comm::CommStats& stats);
+
+// "0 B", "1.5 KB", "12.3 MB", "1.20 GB" (decimal units).
+std::string format_bytes(double bytes);
+
+}  // namespace gossamer::train

@@ -1,0 +1,43 @@
+// Driver for tests/mpi/test_comm_timeout.sh: the last rank never joins the collective (it
+// sleeps), so the others' Work::wait() / barrier() must end the job after the timeout with
+// kExitPeerFailure and the documented message. Usage: comm_timeout_driver all_reduce|barrier
+// TIMEOUT_S. Exits 1 if the collective ever returns.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/log.h"
+
+int main(int argc, char** argv) {
+  using namespace gossamer;
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s all_reduce|barrier TIMEOUT_S\n", argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[1];
+  try {
+    auto comm = comm::make_communicator("mpi");
+    log_set_rank(comm->rank());
+    comm->set_timeout(std::atof(argv[2]));
+    comm->set_context("step 7");
+    if (comm->rank() == comm->size() - 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(60));  // never joins; killed by the abort
+      return 1;
+    }
+    std::vector<float> buf(1024, 1.0f);
+    if (mode == "barrier")
+      comm->barrier();
+    else
+      comm->all_reduce(buf.data(), buf.size(), comm::DType::F32, comm::ReduceOp::SUM).wait();
+    std::fprintf(stderr, "rank %d: the collective returned without the last rank\n", comm->rank());
+    return 1;
+  } catch (const Error& e) {
+    log_error("%s", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,33 @@
+# A rank that never joins a collective makes the others end the job within the communicator's
+# timeout: exit status kExitPeerFailure (3) from mpirun, and a message naming the rank, the
+# operation, its size, the timeout and the context. Run by ctest as:
+#   bash test_comm_timeout.sh DRIVER MPIRUN
+set -uo pipefail
+DRIVER="$1"
+MPIRUN="$2"
+FAILURES=0
+fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_abort NAME NP MODE TIMEOUT PATTERN
+expect_abort() {
+  local name="$1" np="$2" mode="$3" timeout="$4" pattern="$5"
+  local out rc=0 start end
+  start=$(date +%s.%N)
+  out="$("$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader \
+    -np "$np" "$DRIVER" "$mode" "$timeout" 2>&1)" || rc=$?
+  end=$(date +%s.%N)
+  local secs; secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  if [[ $rc -ne 3 ]]; then fail "$name: exit status $rc, expected 3 (kExitPeerFailure): $out"; return; fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then fail "$name: no line matching /$pattern/ in: $out"; return; fi
+  if awk -v s="$secs" 'BEGIN { exit !(s >= 10) }'; then fail "$name: took ${secs} s (limit 10 s)"; return; fi
+  pass "$name: exit 3 after ${secs} s: $(grep -m1 -E -- "$pattern" <<<"$out")"
+}
+
+expect_abort "all_reduce, 3 ranks" 3 all_reduce 1 \
+  '^\[error\] rank 0: all_reduce of 4096 bytes did not complete within 1 s \(step 7\); a peer rank died or hangs$'
+expect_abort "barrier, 2 ranks" 2 barrier 0.5 \
+  '^\[error\] rank 0: barrier of 0 bytes did not complete within 0.5 s \(step 7\); a peer rank died or hangs$'
+
+if [[ $FAILURES -ne 0 ]]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
+echo "all checks passed"
