@@ -92,7 +92,8 @@ struct MetricsConfig {
   template <class V>
   void visit(V& v) {
     v("peak_gflops", peak_gflops,
-      "FLOP/s peak for MFU in GFLOP/s (0: measure the best sgemm rate at start-up)");
+      "FLOP/s peak of one rank for MFU, in GFLOP/s (0: each rank measures its best sgemm rate "
+      "at start-up with its threads); MFU = achieved / (peak x ranks)");
   }
 };
 

@@ -31,11 +31,21 @@
 #include "train/metrics_log.h"
 #include "train/sampler.h"
 #include "train/step_telemetry.h"
+#include "train/train_step.h"
 
 namespace gossamer::train {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+int ranks_on_this_node(int world) {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    const char* v = std::getenv(var);
+    if (v && *v && std::atoi(v) > 0) return std::atoi(v);
+  }
+  return world;  // unknown: assume every rank shares this machine
+}
 
 void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node) {
   int threads = kernels.threads;
@@ -75,15 +85,6 @@ void prepare_run_dir(const std::string& dir, const json& config) {
 
 // A multi-rank job stopping on a signal has this long to finish its step and checkpoint.
 constexpr double kSignalGraceSeconds = 20;
-
-int ranks_on_this_node(int world) {
-  for (const char* var :
-       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
-    const char* v = std::getenv(var);
-    if (v && *v && std::atoi(v) > 0) return std::atoi(v);
-  }
-  return world;  // unknown: assume every rank shares this machine
-}
 
 int train_on(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
              const std::string& init_from);
@@ -191,10 +192,11 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
   log_info("parallel: %d rank(s), backend %s, zero_stage %d, gradients as %s in %g MB buckets%s",
            world, comm.backend(), config.parallel.zero_stage, config.parallel.comm_dtype.c_str(),
            config.parallel.bucket_mb, config.parallel.overlap ? ", overlapped with backward" : "");
-  log_info("optimizer: %s, state %.1f MB per rank; MFU peak %.1f GFLOP/s (%s); %.3g FLOP per token",
-           optimizer->name(), optimizer->state_bytes() / 1e6, peak,
-           config.metrics.peak_gflops > 0 ? "metrics.peak_gflops" : "measured sgemm",
-           flops_per_token);
+  log_info(
+      "optimizer: %s, state %.1f MB per rank; MFU peak %.1f GFLOP/s per rank (%s); %.3g FLOP per "
+      "token",
+      optimizer->name(), optimizer->state_bytes() / 1e6, peak,
+      config.metrics.peak_gflops > 0 ? "metrics.peak_gflops" : "measured sgemm", flops_per_token);
   if (!resumed_from.empty())
     log_info("resumed from %s at step %lld", resumed_from.c_str(), (long long)state.step);
 
@@ -231,28 +233,19 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
     interrupt_note_step(step + 1);
     const comm::CommStats comm_before = comm.stats();
     const double lr = optim::lr_at(config.schedule, config.optimizer.lr, step, tc.steps);
-    model.zero_grad();
-    double local_loss = 0, t_fwd = 0, t_bwd = 0;
-    float grad_scale = float(optimizer->gradient_scale() / double(accum));
-    if (fault.at("nan", rank, step + 1)) grad_scale = std::nanf("");
     if (fault.at("exit", rank, step + 1)) std::_Exit(9);
-    for (int64_t micro = 0; micro < accum; ++micro) {
-      train_loader.next_batch(rank, world, B, inputs.data(), targets.data());
-      Stopwatch w;
-      local_loss += model.forward(inputs.data(), targets.data(), B, T) / double(accum);
-      t_fwd += w.seconds();
-      w.reset();
-      optimizer->micro_batch_begin(int(micro), int(accum), model.grads());
-      model.backward(grad_scale, [&](size_t b, size_t e) { optimizer->grads_ready(b, e); });
-      optimizer->micro_batch_end(int(micro), int(accum));
-      t_bwd += w.seconds();
-    }
+    StepHooks hooks;
+    if (fault.at("nan", rank, step + 1)) hooks.grad_scale_factor = std::nanf("");
     if (fault.at("hang", rank, step + 1))
-      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    Stopwatch w;
-    const optim::StepResult result = optimizer->step(model.params(), model.grads(), {step + 1, lr});
-    const double norm = result.grad_norm;
-    const double t_opt = w.seconds();
+      hooks.before_step = [] {
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      };
+    const StepTimings st = train_step(
+        model, *optimizer, accum, B, T, inputs.data(), targets.data(),
+        [&](int32_t* in, int32_t* tg) { train_loader.next_batch(rank, world, B, in, tg); },
+        {step + 1, lr}, hooks);
+    const double local_loss = st.local_loss, norm = st.result.grad_norm;
+    const double t_fwd = st.fwd_s, t_bwd = st.bwd_s, t_opt = st.optim_s;
     // Every rank learns the mean loss, whether any rank was interrupted, and each rank's
     // communication this step.
     const StepTelemetry tel = exchange_step_telemetry(comm, local_loss, interrupt_requested(),
@@ -275,7 +268,7 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
     if (++steps_this_run > 1) step_time_sum += dt, ++timed_steps;
     const double avg = timed_steps ? step_time_sum / timed_steps : dt;
     const double tok_s = tokens_per_step / dt;
-    const double mfu = flops_per_token * tok_s / (peak * 1e9);
+    const double mfu = flops_per_token * tok_s / (peak * world * 1e9);  // peak is per rank
     const double t_comm = comm_step.seconds_waited();
     if (metrics)
       metrics->write({{"step", state.step},

@@ -16,6 +16,9 @@ namespace gossamer::train {
 int run_training(RunConfig config, const std::string& resume_path,
                  const std::string& init_from = "");
 
+// Processes of this job on this machine (from the launcher's environment; world if unknown).
+int ranks_on_this_node(int world);
+
 // Applies kernels.threads and kernels.gemm to this process and logs the choice.
 void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node = 1);
 
