@@ -49,6 +49,8 @@ struct OpTable {
                                 float scale, int N, int V, int Vp);
   void (*adamw_update)(float* param, const float* grad, float* m, float* v, size_t n, float lr,
                        float beta1, float beta2, float eps, float weight_decay, int64_t t);
+  void (*adams_update)(float* param, const float* grad, float* m, size_t n, float lr, float beta1,
+                       float beta2, float eps, float weight_decay, int64_t t, bool code_form);
 };
 
 // The CPU backend (always built).

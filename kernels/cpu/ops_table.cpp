@@ -1,6 +1,7 @@
 // Fills the CPU OpTable with the float instantiations of the ops in kernels/cpu/*.h.
 #include "kernels/ops.h"
 
+#include "kernels/cpu/adams.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/crossentropy.h"
@@ -41,6 +42,7 @@ const OpTable& cpu_ops() {
       cpu::crossentropy_forward<float>,
       cpu::crossentropy_backward<float>,
       cpu::adamw_update<float>,
+      cpu::adams_update<float>,
   };
   return table;
 }

@@ -30,18 +30,23 @@ struct OptimizerConfig {
   double eps = 1e-8;
   double weight_decay = 0.1;
   double grad_clip = 1.0;
+  std::string adams_form = "code";
 
   template <class V>
   void visit(V& v) {
-    v("name", name, "optimizer: \"adamw\"");
+    v("name", name, "optimizer: \"adamw\" or \"adams\"");
     v("lr", lr, "peak learning rate (after warm-up)");
     v("beta1", beta1, "first-moment decay");
-    v("beta2", beta2, "second-moment decay");
+    v("beta2", beta2,
+      "second-moment decay (adams: weight of the previous momentum in the normaliser)");
     v("eps", eps, "denominator epsilon");
     v("weight_decay", weight_decay,
       "decoupled weight decay, applied to linear-layer matrices only (not to biases, norms or "
       "embeddings)");
     v("grad_clip", grad_clip, "clip the global gradient norm to this value (0: no clipping)");
+    v("adams_form", adams_form,
+      "adams only: \"code\" (the official code's bias-corrected form) or \"paper\" (no bias "
+      "correction)");
   }
   void validate(const std::string& path = "optimizer.") const;
 };

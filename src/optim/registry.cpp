@@ -18,6 +18,7 @@ using RuleFactory = std::function<std::unique_ptr<UpdateRule>(
 const std::map<std::string, RuleFactory>& registry() {
   static const std::map<std::string, RuleFactory> table = {
       {"adamw", make_adamw_rule},
+      {"adams", make_adams_rule},
   };
   return table;
 }
@@ -46,6 +47,9 @@ void OptimizerConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(eps > 0, "%seps: must be > 0, found %g", p.c_str(), eps);
   GOSSAMER_CHECK(weight_decay >= 0, "%sweight_decay: must be >= 0, found %g", p.c_str(),
                  weight_decay);
+  GOSSAMER_CHECK(adams_form == "code" || adams_form == "paper",
+                 "%sadams_form: must be \"code\" or \"paper\", found \"%s\"", p.c_str(),
+                 adams_form.c_str());
   GOSSAMER_CHECK(grad_clip >= 0, "%sgrad_clip: must be >= 0, found %g", p.c_str(), grad_clip);
 }
 

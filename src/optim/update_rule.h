@@ -30,6 +30,12 @@ std::unique_ptr<UpdateRule> make_adamw_rule(const OptimizerConfig& config,
                                             const model::ParamLayout& layout,
                                             const kernels::OpTable& ops, size_t begin, size_t end);
 
+// AdamS on [begin, end) (config.adams_form: "code" official-code form, "paper" without bias
+// correction); decoupled weight decay on PARAM_KIND_WEIGHT views only.
+std::unique_ptr<UpdateRule> make_adams_rule(const OptimizerConfig& config,
+                                            const model::ParamLayout& layout,
+                                            const kernels::OpTable& ops, size_t begin, size_t end);
+
 // The maximal runs of views with equal weight-decay flags, clipped to [begin, end), as offsets
 // relative to `begin`.
 struct DecayRun {

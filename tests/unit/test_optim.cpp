@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu/adams.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/ops.h"
 #include "model/param_layout.h"
@@ -93,11 +94,111 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
     optim::make_optimizer(cfg, small_layout(), kernels::cpu_ops());
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("optimizer.name: unknown optimizer \"lion\" (known: adamw)"),
-        std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(
+                  "optimizer.name: unknown optimizer \"lion\" (known: adams, adamw)"),
+              std::string::npos);
   }
   cfg.name = "adamw";
   cfg.beta2 = 1.0;
   EXPECT_THROW(optim::make_optimizer(cfg, small_layout(), kernels::cpu_ops()), Error);
+}
+
+namespace {
+
+// Reference AdamS, scalar double, the formulas of ALGORITHMS.md 1.2.
+void adams_ref(double& p, double g, double& m, double lr, double b1, double b2, double eps,
+               double wd, int t, bool code_form) {
+  const double c = code_form ? 1 - std::pow(b1, t) : 1.0;
+  p *= 1 - lr * wd;
+  const double prev = m / c;
+  const double den = std::sqrt(b2 * prev * prev + (1 - b2) * g * g) + eps;
+  m = b1 * m + (1 - b1) * g;
+  p -= lr * (m / c) / den;
+}
+
+}  // namespace
+
+TEST(AdamS, FirstStepIsLrOverSqrtOneMinusBeta2TimesSign) {
+  // Code form, m_0 = 0: den = sqrt(1 - b2)|g|, m_1 / c_1 = g, so the step is lr / sqrt(1 - b2).
+  float p[3] = {1, 1, 1}, g[3] = {0.5f, -2.0f, 3e-3f}, m[3] = {};
+  kernels::cpu::adams_update(p, g, m, 3, 0.1f, 0.9f, 0.95f, 1e-12f, 0.0f, 1, true);
+  const double step = 0.1 / std::sqrt(0.05);
+  EXPECT_NEAR(p[0], 1 - step, 1e-5);
+  EXPECT_NEAR(p[1], 1 + step, 1e-5);
+  EXPECT_NEAR(p[2], 1 - step, 1e-4);
+  EXPECT_NEAR(m[1], -0.2f, 1e-7);
+  // Paper form: no bias correction, the first step is lr (1 - b1) / sqrt(1 - b2).
+  float q[1] = {1}, h[1] = {0.5f}, n[1] = {};
+  kernels::cpu::adams_update(q, h, n, 1, 0.1f, 0.9f, 0.95f, 1e-12f, 0.0f, 1, false);
+  EXPECT_NEAR(q[0], 1 - 0.1 * 0.1 / std::sqrt(0.05), 1e-6);
+}
+
+TEST(AdamS, MatchesTheScalarReferenceInBothForms) {
+  for (bool code_form : {true, false}) {
+    const int n = 1031;
+    std::vector<float> p(n), m(n), g(n);
+    std::vector<double> pr(n), mr(n);
+    for (int i = 0; i < n; ++i) p[i] = pr[i] = std::sin(i * 0.37);
+    for (int t = 1; t <= 20; ++t) {
+      for (int i = 0; i < n; ++i) g[i] = float(std::cos(i * 0.11 + t) * (1 + i % 7));
+      kernels::cpu::adams_update(p.data(), g.data(), m.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                                 t, code_form);
+      for (int i = 0; i < n; ++i)
+        adams_ref(pr[i], g[i], mr[i], 1e-2, 0.9, 0.95, 1e-8, 0.1, t, code_form);
+    }
+    for (int i = 0; i < n; ++i) ASSERT_NEAR(p[i], pr[i], 2e-6) << i << " code_form " << code_form;
+  }
+}
+
+TEST(AdamS, EachCoordinateMovesAtMostAbout1_03Lr) {
+  // |m_t| / sqrt(b2 m_{t-1}^2 + (1 - b2) g_t^2) <= sqrt(b1^2 / b2 + (1 - b1)^2 / (1 - b2)) = 1.026
+  // for (0.9, 0.95): the paper form from the first step, the code form once 1 - b1^t ~ 1.
+  const int n = 1024;
+  const double lr = 1e-2, bound = std::sqrt(0.81 / 0.95 + 0.01 / 0.05);
+  ASSERT_LT(bound, 1.03);
+  for (bool code_form : {false, true}) {
+    std::vector<float> p(n, 0.0f), m(n, 0.0f), g(n);
+    uint64_t s = 12345;
+    double worst = 0;
+    for (int t = 1; t <= 200; ++t) {
+      for (int i = 0; i < n; ++i) {  // heavy-tailed, sign-flipping gradients
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const double u = double(s >> 11) / 9007199254740992.0;
+        g[i] = float((u < 0.5 ? -1 : 1) * std::pow(10.0, 6 * u - 3));
+      }
+      std::vector<float> before = p;
+      kernels::cpu::adams_update(p.data(), g.data(), m.data(), n, float(lr), 0.9f, 0.95f, 1e-12f,
+                                 0.0f, t, code_form);
+      if (code_form && t < 100) continue;  // bias factor 1/(1 - 0.9^t) still above 1
+      for (int i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(p[i]) - before[i]));
+    }
+    EXPECT_LE(worst, bound * lr * (1 + 1e-5)) << "code_form " << code_form;
+    EXPECT_GT(worst, 0.5 * lr) << "the test must drive steps near the bound";
+  }
+}
+
+TEST(AdamS, HalfOfAdamWsStateAndWeightDecayOnMatricesOnly) {
+  const model::ParamLayout layout = small_layout();
+  optim::OptimizerConfig cfg;
+  cfg.name = "adams";
+  cfg.lr = 0.5;
+  cfg.weight_decay = 0.1;
+  auto opt = optim::make_optimizer(cfg, layout, kernels::cpu_ops());
+  EXPECT_STREQ(opt->name(), "adams");
+  std::vector<float> params(layout.total(), 2.0f), grads(layout.total(), 0.0f);
+  opt->step(params, grads, {1, cfg.lr});
+  for (const auto& view : layout.views())
+    for (size_t i = 0; i < view.numel; ++i)
+      EXPECT_FLOAT_EQ(params[view.offset + i],
+                      view.kind == model::ParamKind::PARAM_KIND_WEIGHT ? 2.0f * (1 - 0.05f) : 2.0f);
+  auto state = opt->state();
+  ASSERT_EQ(state.size(), 1u);
+  EXPECT_EQ(state[0].name, "adams.m");
+  EXPECT_EQ(opt->state_bytes(), layout.total() * sizeof(float));
+  optim::OptimizerConfig adamw = cfg;
+  adamw.name = "adamw";
+  EXPECT_EQ(optim::make_optimizer(adamw, layout, kernels::cpu_ops())->state_bytes(),
+            2 * opt->state_bytes());
+  cfg.adams_form = "both";
+  EXPECT_THROW(optim::make_optimizer(cfg, layout, kernels::cpu_ops()), Error);
 }

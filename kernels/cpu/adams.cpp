@@ -1,0 +1,32 @@
+// CPU AdamS update: one fused, vectorised pass over param, grad, m.
+#include "kernels/cpu/adams.h"
+
+#include <cmath>
+
+namespace gossamer::kernels::cpu {
+
+template <class T>
+void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int64_t t, bool code_form) {
+  const T b1 = beta1, b2 = beta2;
+  const T inv_c =
+      code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t)))) : T(1);
+  const T decay = T(1) - T(lr) * T(weight_decay);
+  const T e = eps, step = lr;
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; ++i) {
+    const T g = grad[i];
+    const T prev = m[i] * inv_c;
+    const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * g * g) + e;
+    const T mi = b1 * m[i] + (T(1) - b1) * g;
+    m[i] = mi;
+    param[i] = param[i] * decay - step * (mi * inv_c) / den;
+  }
+}
+
+template void adams_update<float>(float*, const float*, float*, size_t, float, float, float, float,
+                                  float, int64_t, bool);
+template void adams_update<double>(double*, const double*, double*, size_t, float, float, float,
+                                   float, float, int64_t, bool);
+
+}  // namespace gossamer::kernels::cpu

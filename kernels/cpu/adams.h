@@ -1,0 +1,20 @@
+// AdamS update ("momentum itself can be a normalizer"; ALGORITHMS.md 1.2): one state tensor m.
+// Official-code form (code_form = true), bias factor c = 1 - beta1^t at the current t:
+//   param *= 1 - lr * weight_decay
+//   den = sqrt(beta2 (m/c)^2 + (1 - beta2) g^2) + eps        (m: the PREVIOUS momentum)
+//   m = beta1 m + (1 - beta1) g
+//   param -= lr * (m/c) / den
+// Paper form (code_form = false): the same without bias correction (c = 1).
+// t is the 1-based update count. param and m updated in place; grad read only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gossamer::kernels::cpu {
+
+template <class T>
+void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int64_t t, bool code_form);
+
+}  // namespace gossamer::kernels::cpu
