@@ -51,6 +51,9 @@ struct OpTable {
                        float beta1, float beta2, float eps, float weight_decay, int64_t t);
   void (*adams_update)(float* param, const float* grad, float* m, size_t n, float lr, float beta1,
                        float beta2, float eps, float weight_decay, int64_t t, bool code_form);
+  void (*adams_update_indexed)(float* param, float* m, const uint32_t* idx, const float* g,
+                               const uint8_t* decay, size_t k, float lr, float beta1, float beta2,
+                               float eps, float weight_decay, int64_t t, bool code_form);
 };
 
 // The CPU backend (always built).

@@ -24,6 +24,34 @@ void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1
   }
 }
 
+template <class T>
+void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
+                          size_t k, float lr, float beta1, float beta2, float eps,
+                          float weight_decay, int64_t t, bool code_form) {
+  const T b1 = beta1, b2 = beta2;
+  const T inv_c =
+      code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t)))) : T(1);
+  const T decay_factor = T(1) - T(lr) * T(weight_decay);
+  const T e = eps, step = lr;
+#pragma omp parallel for schedule(static)
+  for (size_t j = 0; j < k; ++j) {
+    const size_t i = idx[j];
+    const T gj = g[j];
+    const T prev = m[i] * inv_c;
+    const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gj * gj) + e;
+    const T mi = b1 * m[i] + (T(1) - b1) * gj;
+    m[i] = mi;
+    param[i] = param[i] * (decay[i] ? decay_factor : T(1)) - step * (mi * inv_c) / den;
+  }
+}
+
+template void adams_update_indexed<float>(float*, float*, const uint32_t*, const float*,
+                                          const uint8_t*, size_t, float, float, float, float, float,
+                                          int64_t, bool);
+template void adams_update_indexed<double>(double*, double*, const uint32_t*, const double*,
+                                           const uint8_t*, size_t, float, float, float, float,
+                                           float, int64_t, bool);
+
 template void adams_update<float>(float*, const float*, float*, size_t, float, float, float, float,
                                   float, int64_t, bool);
 template void adams_update<double>(double*, const double*, double*, size_t, float, float, float,

@@ -18,3 +18,14 @@ void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1
                   float eps, float weight_decay, int64_t t, bool code_form);
 
 }  // namespace gossamer::kernels::cpu
+
+namespace gossamer::kernels::cpu {
+
+// AdamS on the coordinates idx[0..k) only: param[idx[j]], m[idx[j]] with gradient g[j] (a
+// compact buffer); weight decay where decay[idx[j]] != 0. The same arithmetic as adams_update.
+template <class T>
+void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
+                          size_t k, float lr, float beta1, float beta2, float eps,
+                          float weight_decay, int64_t t, bool code_form);
+
+}  // namespace gossamer::kernels::cpu

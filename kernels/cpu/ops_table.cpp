@@ -43,6 +43,7 @@ const OpTable& cpu_ops() {
       cpu::crossentropy_backward<float>,
       cpu::adamw_update<float>,
       cpu::adams_update<float>,
+      cpu::adams_update_indexed<float>,
   };
   return table;
 }

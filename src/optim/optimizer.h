@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -31,10 +32,17 @@ struct OptimizerConfig {
   double weight_decay = 0.1;
   double grad_clip = 1.0;
   std::string adams_form = "code";
+  // SCAPE (ALGORITHMS.md 2.2, reading A).
+  double sparsity = 0.99;
+  int64_t dense_warmup_steps = 0;
+  int64_t dense_refresh_every = 0;
+  std::string mask_score = "momentum";
+  std::string mask_encoding = "auto";
+  bool residual = true;
 
   template <class V>
   void visit(V& v) {
-    v("name", name, "optimizer: \"adamw\" or \"adams\"");
+    v("name", name, "optimizer: \"adamw\", \"adams\" or \"scape\" (sparse AdamS)");
     v("lr", lr, "peak learning rate (after warm-up)");
     v("beta1", beta1, "first-moment decay");
     v("beta2", beta2,
@@ -44,8 +52,21 @@ struct OptimizerConfig {
       "decoupled weight decay, applied to linear-layer matrices only (not to biases, norms or "
       "embeddings)");
     v("grad_clip", grad_clip, "clip the global gradient norm to this value (0: no clipping)");
+    v("sparsity", sparsity,
+      "scape: fraction of coordinates NOT communicated per step (0.9, 0.99; 0 = dense AdamS)");
+    v("dense_warmup_steps", dense_warmup_steps,
+      "scape: the first N steps are dense AdamS steps (the momentum that scores the mask is "
+      "zero at the start)");
+    v("dense_refresh_every", dense_refresh_every,
+      "scape: every N-th step is dense, flushing all residuals (0: never)");
+    v("mask_score", mask_score,
+      "scape: \"momentum\" (top-k of |m|, the method) or \"gradient\" (top-k of the owner's "
+      "residual-corrected local gradient, the baseline)");
+    v("mask_encoding", mask_encoding,
+      "scape: mask on the wire: \"auto\" (the smaller), \"indices\" or \"bitmap\"");
+    v("residual", residual, "scape: keep the unsent gradient mass (error feedback)");
     v("adams_form", adams_form,
-      "adams only: \"code\" (the official code's bias-corrected form) or \"paper\" (no bias "
+      "adams and scape: \"code\" (the official code's bias-corrected form) or \"paper\" (no bias "
       "correction)");
   }
   void validate(const std::string& path = "optimizer.") const;
@@ -53,12 +74,17 @@ struct OptimizerConfig {
 
 // One named state tensor: this rank's slice [offset, offset + numel) of a flat tensor of
 // `total` elements laid out like the parameters.
+// additive_rows = R > 0: the tensor is one row of R elements per rank (total = world x R),
+// whose rows only ever matter through their sum (e.g. error-feedback residuals). Loaded at
+// the world size it was saved at, each rank gets its own row back; at another world size,
+// rank 0 gets the sum of the saved rows and the other ranks zeros.
 struct StateTensor {
   std::string name;
   float* data;
   size_t numel;
   size_t offset = 0;
   size_t total = 0;
+  size_t additive_rows = 0;
 };
 
 struct StepContext {
@@ -91,8 +117,12 @@ class Optimizer {
                           const StepContext& ctx) = 0;
 
   virtual std::vector<StateTensor> state() = 0;
+  // Called after a checkpoint's values were written into the tensors of state().
+  virtual void state_loaded() {}
   // Bytes of optimizer state held by this rank.
   virtual size_t state_bytes() const = 0;
+  // Method-specific figures of the last step for metrics.jsonl ("optim" object).
+  virtual std::vector<std::pair<std::string, double>> step_metrics() const { return {}; }
 };
 
 // Builds config.name synchronised over `comm` as `parallel` says (zero stage, communication

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "optim/data_parallel.h"
 #include "optim/optimizer.h"
+#include "optim/scape.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -33,12 +34,14 @@ std::string joined_names() {
 std::vector<std::string> optimizer_names() {
   std::vector<std::string> names;
   for (const auto& [name, factory] : registry()) names.push_back(name);
+  names.push_back("scape");
   return names;
 }
 
 void OptimizerConfig::validate(const std::string& p) const {
-  GOSSAMER_CHECK(registry().count(name), "%sname: unknown optimizer \"%s\" (known: %s)", p.c_str(),
-                 name.c_str(), joined_names().c_str());
+  GOSSAMER_CHECK(registry().count(name) || name == "scape",
+                 "%sname: unknown optimizer \"%s\" (known: %s)", p.c_str(), name.c_str(),
+                 joined_names().c_str());
   GOSSAMER_CHECK(lr >= 0, "%slr: must be >= 0, found %g", p.c_str(), lr);
   GOSSAMER_CHECK(beta1 >= 0 && beta1 < 1, "%sbeta1: must lie in [0, 1), found %g", p.c_str(),
                  beta1);
@@ -50,6 +53,16 @@ void OptimizerConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(adams_form == "code" || adams_form == "paper",
                  "%sadams_form: must be \"code\" or \"paper\", found \"%s\"", p.c_str(),
                  adams_form.c_str());
+  GOSSAMER_CHECK(sparsity >= 0 && sparsity < 1, "%ssparsity: must lie in [0, 1), found %g",
+                 p.c_str(), sparsity);
+  GOSSAMER_CHECK(dense_warmup_steps >= 0, "%sdense_warmup_steps: must be >= 0", p.c_str());
+  GOSSAMER_CHECK(dense_refresh_every >= 0, "%sdense_refresh_every: must be >= 0", p.c_str());
+  GOSSAMER_CHECK(mask_score == "momentum" || mask_score == "gradient",
+                 "%smask_score: must be \"momentum\" or \"gradient\", found \"%s\"", p.c_str(),
+                 mask_score.c_str());
+  GOSSAMER_CHECK(mask_encoding == "auto" || mask_encoding == "indices" || mask_encoding == "bitmap",
+                 "%smask_encoding: must be \"auto\", \"indices\" or \"bitmap\", found \"%s\"",
+                 p.c_str(), mask_encoding.c_str());
   GOSSAMER_CHECK(grad_clip >= 0, "%sgrad_clip: must be >= 0, found %g", p.c_str(), grad_clip);
 }
 
@@ -59,6 +72,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
                                           const kernels::OpTable& ops, comm::Communicator& comm) {
   config.validate();
   parallel.validate();
+  if (config.name == "scape") return std::make_unique<Scape>(config, parallel, layout, ops, comm);
   const RuleFactory& rule = registry().at(config.name);
   return std::make_unique<DataParallel>(
       config, parallel, layout, ops, comm,

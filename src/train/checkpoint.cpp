@@ -233,6 +233,17 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
     GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", file.c_str(),
                    s.name.c_str());
     const size_t total = s.total ? s.total : s.numel;
+    const size_t saved = size_t(reader.info(s.name).numel());
+    if (s.additive_rows > 0 && saved != total && saved % s.additive_rows == 0) {
+      // Per-rank rows saved at another world size: their sum goes to rank 0.
+      std::vector<float> rows(saved);
+      reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(saved)}, rows.data());
+      std::fill(s.data, s.data + s.numel, 0.0f);
+      if (s.offset == 0)
+        for (size_t r = 0; r < saved / s.additive_rows; ++r)
+          for (size_t i = 0; i < s.numel; ++i) s.data[i] += rows[r * s.additive_rows + i];
+      continue;
+    }
     if (s.numel == total) {
       reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(total)}, s.data);
       continue;
@@ -242,6 +253,7 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
     std::copy(whole.begin() + ptrdiff_t(s.offset), whole.begin() + ptrdiff_t(s.offset + s.numel),
               s.data);
   }
+  optimizer.state_loaded();
 
   const fs::path tfile = dir / "trainer.json";
   json t = read_json_file(tfile);

@@ -12,7 +12,8 @@ EvalResult evaluate(model::Model& model, data::DataLoader& loader, int B, int64_
                     int32_t* inputs, int32_t* targets, comm::Communicator* comm) {
   const int world = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   const uint64_t available = loader.num_windows();
-  const uint64_t wanted = batches == 0 ? available : uint64_t(batches) * uint64_t(B);
+  const uint64_t wanted =
+      batches == 0 ? available : uint64_t(batches) * uint64_t(B) * uint64_t(world);
   const uint64_t n_windows = std::min(wanted, available);
   double weighted_sum = 0;
   const uint64_t round = uint64_t(world) * uint64_t(B);

@@ -18,7 +18,8 @@ struct EvalResult {
   int64_t windows = 0;  // (T+1)-token windows evaluated
 };
 
-// batches > 0: the first `batches` micro-batches of B windows (fewer if the loader has fewer).
+// batches > 0: the first batches x B x ranks windows (fewer if the loader has fewer), the same
+// windows whatever the split of a global batch into ranks x B.
 // batches == 0: every window of the loader's first epoch exactly once, the last batch holding
 // the remainder (num_windows mod B). inputs/targets hold B x T tokens.
 // With a communicator of several ranks the windows are shared out (rounds of size() x B, rank

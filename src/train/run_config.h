@@ -58,7 +58,8 @@ struct TrainConfig {
       "micro-batch per rank)");
     v("eval_every", eval_every, "validation every N steps and at the last step (0: never)");
     v("eval_batches", eval_batches,
-      "validation micro-batches per evaluation (0: the whole validation set)");
+      "validation micro-batches of every rank per evaluation, i.e. eval_batches x micro_batch x "
+      "ranks windows (0: the whole validation set)");
     v("checkpoint_every", checkpoint_every,
       "checkpoint every N steps; the last step is always checkpointed (0: only the last)");
     v("keep_checkpoints", keep_checkpoints,

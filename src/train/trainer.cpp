@@ -38,13 +38,19 @@ namespace gossamer::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+nlohmann::json optim_metrics_json(const optim::Optimizer& optimizer) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : optimizer.step_metrics()) j[key] = value;
+  return j;
+}
+}  // namespace
+
 int ranks_on_this_node(int world) {
-  for (const char* var :
-       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
-    const char* v = std::getenv(var);
-    if (v && *v && std::atoi(v) > 0) return std::atoi(v);
-  }
-  return world;  // unknown: assume every rank shares this machine
+  // OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, srun's SLURM_STEP_TASKS_PER_NODE or
+  // SLURM_NTASKS_PER_NODE; never more than the world (a variable inherited from a batch script).
+  const int local = comm::detect_launch_env().local_size;
+  return local > 0 ? std::min(local, world) : world;  // unknown: every rank shares this machine
 }
 
 void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node) {
@@ -280,6 +286,7 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
                       {"bytes_sent", comm_step.bytes_sent()},
                       {"comm", comm_stats_json(comm_step)},
                       {"ranks", tel.ranks_json()},
+                      {"optim", optim_metrics_json(*optimizer)},
                       {"tokens", state.tokens_seen},
                       {"time_s",
                        {{"total", dt},

@@ -1,0 +1,91 @@
+// SCAPE: sparse communication on top of AdamS (ALGORITHMS.md 2.2, reading A).
+// Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns the contiguous slice S_r of the flat
+// space, keeps AdamS's momentum m for it, and at the end of step t selects the exact top-k_r of
+// its slice by |m| (k_r = ceil((1 - sparsity) |S_r|)). That mask shard is all-gathered
+// asynchronously, overlapping step t+1's forward and backward (the one-step delay), and is
+// used by step t+1: every rank adds its local gradient to its error-feedback residual e_r,
+// packs e_r at the mask into one compact buffer, zeroes those residual entries, and the
+// compact buffers are reduce-scattered (owner r receives its k_r averaged values); the owner
+// applies AdamS to its selected coordinates only (weight decay included; the others keep
+// their value and momentum), and the updated values are all-gathered sparsely and scattered
+// into every replica. Dense steps (warm-up, periodic refresh) are the same with the mask
+// "everything". zero_stage 0 keeps m replicated: every rank computes the same full mask, the
+// compact buffer is all-reduced, and no parameter exchange is needed. At world size 1 the same
+// numerics run without communication.
+// Invariant: after step(), the parameters are bit-identical on every rank; the mask in use at
+// step t was computed from m after step t-1.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/buffer.h"
+#include "optim/optimizer.h"
+#include "optim/sparse_mask.h"
+
+namespace gossamer::optim {
+
+class Scape final : public Optimizer {
+ public:
+  Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
+        const model::ParamLayout& layout, const kernels::OpTable& ops, comm::Communicator& comm);
+  ~Scape() override;
+
+  const char* name() const override { return "scape"; }
+  double gradient_scale() const override { return 1.0 / world_; }
+  void micro_batch_begin(int index, int count, std::span<float> grads) override;
+  StepResult step(std::span<float> params, std::span<float> grads, const StepContext& ctx) override;
+  std::vector<StateTensor> state() override;
+  void state_loaded() override;
+  size_t state_bytes() const override;
+  std::vector<std::pair<std::string, double>> step_metrics() const override { return metrics_; }
+
+  // Whether step t (1-based) is dense by the schedule (warm-up, refresh, sparsity 0).
+  bool dense_step(int64_t t) const;
+  // Global indices of the mask used by the last step (empty after a dense step).
+  const std::vector<uint32_t>& last_mask() const { return cur_mask_; }
+  // This rank's selection for the next step (slice-local, sorted).
+  const std::vector<uint32_t>& next_mask_shard() const { return next_own_; }
+  size_t owned_begin() const { return lo_; }
+  size_t owned_end() const { return hi_; }
+  size_t k_of(int rank) const;
+
+ private:
+  void launch_mask_exchange(MaskEncoding encoding);
+  void finish_mask_exchange();
+  void select_next_mask(const float* scores_of_owned_slice);
+
+  OptimizerConfig cfg_;
+  ParallelConfig par_;
+  const kernels::OpTable& ops_;
+  comm::Communicator& comm_;
+  int world_, rank_;
+  size_t total_;
+  bool sharded_;  // zero_stage 1 (with more than one rank)
+  bool code_form_;
+  double density_;
+  size_t lo_, hi_;                   // the slice this rank owns (all of it when not sharded)
+  std::vector<size_t> slice_begin_;  // per rank (sharded), size world + 1
+  std::vector<size_t> slice_counts_;  // per rank, slice sizes
+  HostBuffer<float> m_;              // momentum of the owned slice
+  HostBuffer<float> residual_;       // e_r, the whole flat space (when cfg.residual)
+  std::vector<uint8_t> decay_;       // per owned coordinate: weight decay applies
+  std::vector<uint32_t> all_owned_;  // 0 .. owned-1, the "everything" mask of dense steps
+  std::vector<float> compact_;       // gradient values at the mask, then parameter values
+  std::vector<uint32_t> cur_mask_, prev_mask_;  // global indices (sorted)
+  std::vector<size_t> cur_counts_;              // per rank, entries of cur_mask_
+  std::vector<uint32_t> next_own_;              // slice-local, for the next step
+  // The in-flight mask exchange.
+  MaskEncoding wire_encoding_ = MaskEncoding::INDICES;
+  std::vector<uint8_t> wire_send_, wire_recv_;
+  std::vector<size_t> wire_counts_;
+  comm::Work mask_work_;
+  bool mask_in_flight_ = false, mask_ready_ = false, relaunch_after_load_ = false;
+  double mask_issue_bytes_ = 0;
+  std::vector<float> mask_flags_;  // checkpoint view of next_own_
+  float has_mask_ = 0;             // checkpoint: whether next_own_ is a mask for the next step
+  std::vector<std::pair<std::string, double>> metrics_;
+};
+
+}  // namespace gossamer::optim

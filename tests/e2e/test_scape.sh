@@ -1,0 +1,78 @@
+# SCAPE across ranks (ZeRO-1 sharded and replicated momentum): replicas bit-identical after
+# every step (parallel.check_replicas_every = 1), bytes per collective equal the analytic
+# formulas (compact reduce-scatter, sparse parameter all-gather, mask all-gather in the
+# smaller encoding), sparsity 0 equals dense AdamS under ZeRO-1, resuming mid-run at the same
+# world size is bit-identical and a checkpoint loads at other world sizes (masks, momentum and
+# residuals included).
+source "$(dirname "$0")/lib.sh"
+require_data
+G="$GOSSAMER"
+TINY=configs/test/gpt2-tiny.json
+common=(--set train.steps=12 --set train.eval_every=0 --set train.log_every=100
+        --set train.checkpoint_every=6 --set train.keep_checkpoints=0
+        --set optimizer.name=scape --set optimizer.dense_warmup_steps=3
+        --set parallel.check_replicas_every=1)
+
+run() {  # NAME NP ARGS...
+  local name="$1" np="$2"; shift 2
+  local cmd=("$G" train -c $TINY "${common[@]}" --out "$WORK/$name" "$@")
+  if [[ $np == 1 ]]; then "${cmd[@]}" >"$WORK/$name.log" 2>&1; else mpirun_np "$np" "${cmd[@]}" >"$WORK/$name.log" 2>&1; fi \
+    && pass "$name: trained, replicas identical at every step" || { tail -n 20 "$WORK/$name.log"; fail "$name: failed"; }
+}
+
+# Analytic bytes of rank 0 on a sparse step (step 8), from the parameter count.
+bytes_check() {  # NAME NP SPARSITY SHARDED
+  node -e '
+    const file = process.argv[1];
+    const [np, s, sharded, P] = process.argv.slice(2).map(Number);
+    const j = require("fs").readFileSync(file, "utf8").split("\n").filter(Boolean).map(JSON.parse).find((x) => x.step === 8 && "loss" in x);
+    const o = j.optim, d = 1 - s;
+    const n = (r) => sharded ? Math.floor(P * (r + 1) / np) - Math.floor(P * r / np) : P;
+    const k = (r) => Math.min(n(r), Math.ceil(d * n(r)));
+    const R = sharded ? np : 1;
+    let K = 0, idx = 0, bits = 0;
+    for (let r = 0; r < R; ++r) { K += k(r); idx += 4 * k(r); bits += Math.ceil(n(r) / 8); }
+    const want = sharded
+      ? {selected: K, grad: 4 * (K - k(0)), param: 4 * (np - 1) * k(0),
+         mask: (np - 1) * (bits < idx ? Math.ceil(n(0) / 8) : 4 * k(0))}
+      : {selected: K, grad: 2 * (np - 1) / np * 4 * K, param: 0, mask: 0};
+    const got = {selected: o.selected, grad: o.grad_bytes, param: o.param_bytes, mask: o.mask_bytes};
+    const ok = Object.keys(want).every((key) => want[key] === got[key]) && o.dense === 0;
+    console.log(JSON.stringify({got, want})); process.exit(ok ? 0 : 1);' \
+    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" >"$WORK/cmp" \
+    && pass "$1: bytes = analytic $(cat "$WORK/cmp")" || fail "$1: bytes $(cat "$WORK/cmp")"
+}
+
+run s90-np2-z1 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1
+P="$(grep -o '[0-9]* parameters' "$WORK/s90-np2-z1.log" | head -n 1 | cut -d' ' -f1)"
+bytes_check s90-np2-z1 2 0.9 1
+run s99-np4-z1 4 --set data.micro_batch=1 --set optimizer.sparsity=0.99 --set parallel.zero_stage=1
+bytes_check s99-np4-z1 4 0.99 1
+run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.sparsity=0.99 --set parallel.zero_stage=0
+bytes_check s99-np2-z0 2 0.99 0
+run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.mask_score=gradient
+
+# Sparsity 0 is dense AdamS under ZeRO-1.
+run s0-np2-z1 2 --set data.micro_batch=2 --set optimizer.sparsity=0 --set parallel.zero_stage=1
+mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set optimizer.name=adams --set data.micro_batch=2 \
+  --set parallel.zero_stage=1 --out "$WORK/adams" >"$WORK/adams.log" 2>&1 || { tail "$WORK/adams.log"; fail "adams run failed"; }
+d="$(st_maxdiff "$WORK/adams/checkpoints/step_00000012/model.safetensors" "$WORK/s0-np2-z1/checkpoints/step_00000012/model.safetensors")"
+node -e "process.exit($d <= 1e-5 ? 0 : 1)" && pass "sparsity 0 = dense AdamS (ZeRO-1, 2 ranks): parameters within 1e-5 ($d)" || fail "sparsity 0 differs from AdamS by $d"
+
+# Resume mid-run: same world size bit for bit; other world sizes load masks, momentum, residuals.
+run s90-np2-r6 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1 \
+  --resume "$WORK/s90-np2-z1/checkpoints/step_00000006"
+cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/model.safetensors" "$WORK/s90-np2-r6/checkpoints/step_00000012/model.safetensors" \
+  && cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/optimizer.safetensors" "$WORK/s90-np2-r6/checkpoints/step_00000012/optimizer.safetensors" \
+  && pass "resume at step 6, 2 ranks: bit-identical to the uninterrupted run" || fail "resume at the same world size differs"
+step7() { node -e 'const j = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((x) => x.step === Number(process.argv[2]) && "loss" in x)[0]; console.log(j.loss)' "$1" "$2"; }
+for target in "1 4" "4 1"; do
+  read -r np mb <<<"$target"
+  run "s90-2to$np" "$np" --set data.micro_batch=$mb --set optimizer.sparsity=0.9 --set parallel.zero_stage=1 \
+    --resume "$WORK/s90-np2-z1/checkpoints/step_00000006"
+  a="$(step7 "$WORK/s90-np2-z1/metrics.jsonl" 7)"; b="$(step7 "$WORK/s90-2to$np/metrics.jsonl" 7)"
+  node -e "process.exit(Math.abs($a - $b) <= 1e-5 * Math.abs($a) ? 0 : 1)" && pass "2 -> $np: step 7 loss $b (uninterrupted $a)" || fail "2 -> $np: step 7 loss $b vs $a"
+  a="$(step7 "$WORK/s90-np2-z1/metrics.jsonl" 12)"; b="$(step7 "$WORK/s90-2to$np/metrics.jsonl" 12)"
+  node -e "process.exit(Math.abs($a - $b) <= 1e-2 * Math.abs($a) ? 0 : 1)" && pass "2 -> $np: step 12 loss $b within 1% of $a" || fail "2 -> $np: step 12 loss $b vs $a"
+done
+finish
