@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev clang-format
   python3-matplotlib python3-numpy
   diatheke sword-text-web
+  slurmd slurmctld slurm-client munge libpmix-dev  # local Slurm (scripts/slurm-local.sh); its mpi/pmix dlopens libpmix.so
 
   iproute2
 )

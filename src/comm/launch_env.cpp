@@ -1,7 +1,9 @@
-// detect_launch_env(): rank, world size and node-local rank from the variables launchers set
-// before any MPI call: Open MPI (OMPI_COMM_WORLD_*), MPICH/Intel MPI (PMI_*), Slurm's srun
-// (SLURM_*) and bare PMIx (PMIX_RANK, whose world size is unknown before MPI starts: size 0).
+// detect_launch_env(): rank, world size, node-local rank and ranks per node from the variables
+// launchers set before any MPI call: Open MPI (OMPI_COMM_WORLD_*), MPICH/Intel MPI (PMI_*),
+// Slurm's srun (SLURM_*) and bare PMIx (PMIX_RANK, whose world size is unknown before MPI
+// starts: size 0).
 // Invariant: a malformed or inconsistent value is an error naming the variable, never a guess.
+#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -41,9 +43,61 @@ LaunchEnv checked(LaunchEnv e, const char* rank_var, const char* size_var, const
   return e;
 }
 
-}  // namespace
+// The step's tasks on this node under srun: SLURM_STEP_TASKS_PER_NODE lists them per node of
+// the step in node order, runs compressed ("2(x3),1" = 2, 2, 2, 1), and SLURM_NODEID is this
+// node's index in that list. 0 when the variable is unset.
+int slurm_step_tasks_on_this_node() {
+  const char* list = env("SLURM_STEP_TASKS_PER_NODE");
+  if (!list) return 0;
+  const int node = env_int("SLURM_NODEID", 0);
+  const char* p = list;
+  auto expect = [&](bool ok) {
+    GOSSAMER_CHECK(ok,
+                   "environment variable SLURM_STEP_TASKS_PER_NODE: expected a list like "
+                   "'2(x3),1', found '%s'",
+                   list);
+  };
+  auto number = [&] {
+    expect(std::isdigit(static_cast<unsigned char>(*p)));
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    p = end;
+    expect(v > 0 && v < (1L << 30));
+    return v;
+  };
+  long nodes = 0;
+  int tasks = 0;
+  for (;; ++p) {  // every entry is checked, also those past this node's
+    const long count = number();
+    long repeat = 1;
+    if (*p == '(') {
+      expect(p[1] == 'x');
+      p += 2;
+      repeat = number();
+      expect(*p++ == ')');
+    }
+    if (node >= nodes && node < nodes + repeat) tasks = int(count);
+    nodes += repeat;
+    if (*p == '\0') break;
+    expect(*p == ',');
+  }
+  GOSSAMER_CHECK(node < nodes,
+                 "environment variables SLURM_NODEID=%d and SLURM_STEP_TASKS_PER_NODE=%s: the "
+                 "list has only %ld node(s)",
+                 node, list, nodes);
+  return tasks;
+}
 
-LaunchEnv detect_launch_env() {
+// Ranks on this node: what the launcher exported, the first found of Open MPI's, MPICH's,
+// srun's step layout and sbatch's --ntasks-per-node; 0 when none says.
+int detect_local_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const int n = env_int(name, 0); n > 0) return n;
+  if (const int n = slurm_step_tasks_on_this_node(); n > 0) return n;
+  return env_int("SLURM_NTASKS_PER_NODE", 0);
+}
+
+LaunchEnv detect_rank() {
   LaunchEnv e;
   if (const char* rank = env("OMPI_COMM_WORLD_RANK")) {
     e.rank = parse_env_int("OMPI_COMM_WORLD_RANK", rank);
@@ -81,6 +135,14 @@ LaunchEnv detect_launch_env() {
     e.source = "PMIX_RANK";
     return e;
   }
+  return e;
+}
+
+}  // namespace
+
+LaunchEnv detect_launch_env() {
+  LaunchEnv e = detect_rank();
+  e.local_size = detect_local_size();
   return e;
 }
 

@@ -2,6 +2,7 @@
 // backend and logs the choice and the reason on rank 0. auto = nccl when built with CUDA and a
 // GPU is visible, else mpi when a launcher started this process with (possibly) more ranks,
 // else single. Invariant: an unknown or unavailable backend is an error naming parallel.backend.
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,16 @@ std::string describe(const LaunchEnv& env) {
 }
 
 std::unique_ptr<Communicator> make_mpi(const LaunchEnv& env) {
+#ifdef OPEN_MPI
+  // srun without a PMIx server (--mpi=none, or pmi2 with an Open MPI built without PMI-2, as
+  // Debian's): MPI_Init aborts blaming the build. Say the likely fix first.
+  if (env.size > 1 && std::getenv("SLURM_STEP_NUM_TASKS") && !std::getenv("PMIX_RANK") &&
+      !std::getenv("OMPI_COMM_WORLD_RANK"))
+    log_warn(
+        "comm: srun started this process without PMIx (SLURM_MPI_TYPE=%s); if MPI_Init fails, "
+        "launch with `srun --mpi=pmix` (scripts/srun.sh does) or set MpiDefault=pmix",
+        std::getenv("SLURM_MPI_TYPE") ? std::getenv("SLURM_MPI_TYPE") : "none");
+#endif
   auto comm = std::make_unique<MpiCommunicator>();
   if (env.size > 0 && comm->size() != env.size)
     log_warn(
@@ -107,9 +118,12 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend) {
     return comm;
   }
   auto comm = make_single_communicator();
-  log_choice(*comm, strprintf("auto: %s, no launcher variables (OMPI_COMM_WORLD_*, PMI_*, "
-                              "SLURM_*, PMIX_RANK) found",
-                              no_gpu));
+  if (env.source == std::string("none"))
+    log_choice(*comm, strprintf("auto: %s, no launcher variables (OMPI_COMM_WORLD_*, PMI_*, "
+                                "SLURM_*, PMIX_RANK) found",
+                                no_gpu));
+  else  // e.g. a one-task srun
+    log_choice(*comm, strprintf("auto: %s, %s", no_gpu, describe(env).c_str()));
   return comm;
 }
 
