@@ -60,8 +60,9 @@ struct OptimizerConfig {
     v("dense_refresh_every", dense_refresh_every,
       "scape: every N-th step is dense, flushing all residuals (0: never)");
     v("mask_score", mask_score,
-      "scape: \"momentum\" (top-k of |m|, the method) or \"gradient\" (top-k of the owner's "
-      "residual-corrected local gradient, the baseline)");
+      "scape: \"momentum\" (top-k of |m|), \"momentum_residual\" (top-k of |beta1 m + (1 - "
+      "beta1) ranks e_r|: the momentum after applying the pending residual) or \"gradient\" (top-k "
+      "of the owner's residual-corrected local gradient, the baseline)");
     v("mask_encoding", mask_encoding,
       "scape: mask on the wire: \"auto\" (the smaller), \"indices\" or \"bitmap\"");
     v("residual", residual, "scape: keep the unsent gradient mass (error feedback)");

@@ -57,9 +57,11 @@ void OptimizerConfig::validate(const std::string& p) const {
                  p.c_str(), sparsity);
   GOSSAMER_CHECK(dense_warmup_steps >= 0, "%sdense_warmup_steps: must be >= 0", p.c_str());
   GOSSAMER_CHECK(dense_refresh_every >= 0, "%sdense_refresh_every: must be >= 0", p.c_str());
-  GOSSAMER_CHECK(mask_score == "momentum" || mask_score == "gradient",
-                 "%smask_score: must be \"momentum\" or \"gradient\", found \"%s\"", p.c_str(),
-                 mask_score.c_str());
+  GOSSAMER_CHECK(
+      mask_score == "momentum" || mask_score == "momentum_residual" || mask_score == "gradient",
+      "%smask_score: must be \"momentum\", \"momentum_residual\" or \"gradient\", "
+      "found \"%s\"",
+      p.c_str(), mask_score.c_str());
   GOSSAMER_CHECK(mask_encoding == "auto" || mask_encoding == "indices" || mask_encoding == "bitmap",
                  "%smask_encoding: must be \"auto\", \"indices\" or \"bitmap\", found \"%s\"",
                  p.c_str(), mask_encoding.c_str());

@@ -289,6 +289,16 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
       const float* mm = m_.data();
 #pragma omp parallel for schedule(static)
       for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
+    } else if (cfg_.mask_score == "momentum_residual") {
+      // The momentum the coordinate would have if its pending residual were applied now; the
+      // owner's own residual, times the ranks, estimates the sum over ranks.
+      GOSSAMER_CHECK(cfg_.residual, "optimizer.mask_score: momentum_residual needs residual");
+      scores.resize(owned);
+      const float* mm = m_.data();
+      const float* e = residual_.data() + lo_;
+      const float b1 = float(cfg_.beta1), n = float(world_);
+#pragma omp parallel for schedule(static)
+      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[i]);
     }
     select_next_mask(scores.data());
   } else {
