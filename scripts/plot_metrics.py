@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Plots training and validation loss of one or more runs from their metrics.jsonl into a PNG.
 
-Usage: /usr/bin/python3 scripts/plot_metrics.py OUT.png RUN_DIR [RUN_DIR ...]
+Usage: /usr/bin/python3 scripts/plot_metrics.py [--title TEXT] OUT.png RUN_DIR [RUN_DIR ...]
 Uses Debian's python3-matplotlib (installed by scripts/install-deps.sh); each run's label is
-its directory name.
+its directory name (`gossamer sweep` passes its point directories and a title).
 """
 import json
 import os
@@ -45,9 +45,13 @@ def smooth(values, k=20):
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    title = "gossamer training loss"
+    if len(args) >= 2 and args[0] == "--title":
+        title, args = args[1], args[2:]
+    if len(args) < 2:
         sys.exit(__doc__)
-    out, runs = sys.argv[1], sys.argv[2:]
+    out, runs = args[0], args[1:]
     fig, ax = plt.subplots(figsize=(8, 5))
     for i, run in enumerate(runs):
         train, val = read_metrics(run)
@@ -62,9 +66,9 @@ def main():
             ax.plot(steps, losses, "o--", color=color, label=f"{label} validation")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats/token)")
-    ax.set_title("gossamer training loss")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small" if len(runs) > 3 else None)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")

@@ -26,6 +26,8 @@
 #include "train/model_source.h"
 #include "train/run_config.h"
 #include "train/sampler.h"
+#include "train/sweep_run.h"
+#include "train/sweep_spec.h"
 #include "train/trainer.h"
 
 namespace {
@@ -86,6 +88,17 @@ int cmd_generate(const GenerateArgs& a) {
   });
   std::fputs("\n", stdout);
   return 0;
+}
+
+struct SweepArgs {
+  std::string file, out;
+  train::SweepOptions options;
+};
+
+int cmd_sweep(const SweepArgs& a) {
+  GOSSAMER_CHECK(!(a.options.dry_run && a.options.summarize_only),
+                 "--dry-run and --summarize-only exclude each other");
+  return train::run_sweep(train::load_sweep(a.file, a.out), a.options);
 }
 
 int cmd_bench(const BenchArgs& a) {
@@ -206,6 +219,20 @@ int main(int argc, char** argv) {
   bench_comm_cmd->add_flag("--check,!--no-check", comm_bench_args.check,
                            "count wrong elements after each size (default on)");
 
+  SweepArgs sweep_args;
+  auto* sweep_cmd = app.add_subcommand(
+      "sweep", "run a grid or list of config overrides, one run directory each, and summarise");
+  sweep_cmd
+      ->add_option("sweep-file", sweep_args.file,
+                   "sweep (JSON): base config, overrides, launcher (docs/SWEEP.md)")
+      ->required();
+  sweep_cmd->add_option("--out", sweep_args.out, "sweep directory (overrides the file's \"out\")");
+  sweep_cmd->add_flag(
+      "--dry-run", sweep_args.options.dry_run,
+      "print each point, what would be done (run, resume, skip) and its command; write nothing");
+  sweep_cmd->add_flag("--summarize-only", sweep_args.options.summarize_only,
+                      "only write summary.csv, summary.md and loss.png from the run directories");
+
   auto* ref_cmd = app.add_subcommand("config-reference", "print the run config reference");
 
   ExportHfArgs export_args;
@@ -253,6 +280,7 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return train::run_eval(eval_args);
     if (*bench_comm_cmd) return comm::run_comm_bench(comm_bench_args);
     if (*bench_cmd) return cmd_bench(bench_args);
+    if (*sweep_cmd) return cmd_sweep(sweep_args);
     if (*ref_cmd) return std::fputs(train::config_reference_markdown().c_str(), stdout), 0;
     if (*export_cmd)
       return train::export_hf(export_args.checkpoint, export_args.hf_dir, export_args.options), 0;

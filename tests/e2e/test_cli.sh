@@ -10,7 +10,7 @@ check() {
   local got; got="$(flags_of "$@")"
   [[ "$got" == "$expected" ]] && pass "$name flags: $got" || fail "$name flags changed: got [$got], expected [$expected]"
 }
-check "top level" "--version -h,--help bench config-reference eval export-hf generate import-hf prep train " 
+check "top level" "--version -h,--help bench config-reference eval export-hf generate import-hf prep sweep train " 
 check "train" "--init-from --out --resume --set -c,--config -h,--help " train
 check "prep" "--docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
@@ -19,6 +19,7 @@ check "bench" "--set --steps --warmup -c,--config -h,--help comm " bench
 check "bench comm" "--backend --check --dtype --iters --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm
 check "export-hf" "--force --no-tokenizer --tokenizer -h,--help checkpoint hf-dir " export-hf
 check "import-hf" "--force -h,--help checkpoint hf-dir " import-hf
+check "sweep" "--dry-run --out --summarize-only -h,--help sweep-file " sweep
 
 if diff <("$GOSSAMER" config-reference) docs/CONFIG.md >/dev/null; then
   pass "docs/CONFIG.md matches config-reference"
