@@ -65,14 +65,14 @@ class Scape final : public Optimizer {
   bool sharded_;  // zero_stage 1 (with more than one rank)
   bool code_form_;
   double density_;
-  size_t lo_, hi_;                   // the slice this rank owns (all of it when not sharded)
-  std::vector<size_t> slice_begin_;  // per rank (sharded), size world + 1
+  size_t lo_, hi_;                    // the slice this rank owns (all of it when not sharded)
+  std::vector<size_t> slice_begin_;   // per rank (sharded), size world + 1
   std::vector<size_t> slice_counts_;  // per rank, slice sizes
-  HostBuffer<float> m_;              // momentum of the owned slice
-  HostBuffer<float> residual_;       // e_r, the whole flat space (when cfg.residual)
-  std::vector<uint8_t> decay_;       // per owned coordinate: weight decay applies
-  std::vector<uint32_t> all_owned_;  // 0 .. owned-1, the "everything" mask of dense steps
-  std::vector<float> compact_;       // gradient values at the mask, then parameter values
+  HostBuffer<float> m_;               // momentum of the owned slice
+  HostBuffer<float> residual_;        // e_r, the whole flat space (when cfg.residual)
+  std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies
+  std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
+  std::vector<float> compact_;        // gradient values at the mask, then parameter values
   std::vector<uint32_t> cur_mask_, prev_mask_;  // global indices (sorted)
   std::vector<size_t> cur_counts_;              // per rank, entries of cur_mask_
   std::vector<uint32_t> next_own_;              // slice-local, for the next step
