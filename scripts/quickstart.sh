@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The main job from a fresh clone: installs dependencies, builds, prepares the default corpus
 # (World English Bible, GPT-2 BPE), trains a small GPT-2 on the CPU for a few minutes into
-# runs/quickstart/, then prints the validation loss, a text sample and the loss-curve PNG path.
+# runs/quickstart/, then prints the validation loss, a text sample and the loss-curve PNG path;
+# then trains the same model on 2 ranks with dense AdamW (ZeRO-1) and with SCAPE-99 (a sweep,
+# configs/sweeps/quickstart-2ranks.json) and prints them side by side: validation loss, bytes
+# sent per step and step time.
 # Idempotent: every step skips what is done, except training, which starts afresh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +27,26 @@ echo "validation loss: $first before training -> $last after (nats/token)"
 echo "loss curve: $RUN/loss.png"
 echo "sample (prompt \"And God said\"):"
 build/bin/gossamer generate --checkpoint "$RUN" --prompt "And God said" --tokens 60 --seed 1 2>/dev/null
+
+echo
+echo "== 2 ranks: dense AdamW (ZeRO-1) vs SCAPE-99, same model, data and seed =="
+rm -rf runs/quickstart-2ranks
+mkdir -p runs
+if ! build/bin/gossamer sweep configs/sweeps/quickstart-2ranks.json >runs/quickstart-2ranks.log 2>&1; then
+  tail -n 20 runs/quickstart-2ranks.log
+  echo "the 2-rank comparison failed (full log: runs/quickstart-2ranks.log)" >&2
+  exit 1
+fi
+node -e '
+  const fs = require("fs"), dir = "runs/quickstart-2ranks";
+  const med = (v) => { v = v.slice().sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
+  console.log("| method | val loss | bytes sent per step (median, rank 0) | step time (median) |");
+  console.log("|---|---|---|---|");
+  for (const p of ["adamw-zero1", "scape99"]) {
+    const lines = fs.readFileSync(`${dir}/${p}/metrics.jsonl`, "utf8").split("\n").filter(Boolean).map(JSON.parse);
+    const steps = lines.filter((j) => "loss" in j && j.step > 50);  // after the dense warm-up
+    const val = lines.filter((j) => "val_loss" in j).pop().val_loss;
+    console.log(`| ${p} | ${val.toFixed(3)} | ${(med(steps.map((j) => j.bytes_sent)) / 1e6).toFixed(2)} MB | ${(1e3 * med(steps.map((j) => j.time_s.total))).toFixed(0)} ms |`);
+  }'
+echo "(shared memory between 2 processes on this machine: communication is cheap here; see"
+echo " docs/RESULTS.md for the same comparison over an emulated slow link)"

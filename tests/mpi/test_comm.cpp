@@ -32,6 +32,7 @@ namespace {
 
 Communicator* g_mpi = nullptr;
 Communicator* g_nccl = nullptr;
+std::string g_nccl_skip = "built without CUDA (GOSSAMER_CUDA=OFF)";  // why g_nccl is null
 
 constexpr DType kDTypes[] = {DType::F32, DType::BF16, DType::I32, DType::I64, DType::U8};
 constexpr ReduceOp kOps[] = {ReduceOp::SUM, ReduceOp::MAX, ReduceOp::MIN};
@@ -225,19 +226,11 @@ class CommTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     comm_ = GetParam() == "mpi" ? g_mpi : g_nccl;
-    if (!comm_) {
-#ifdef GOSSAMER_HAVE_NCCL
-      GTEST_SKIP() << "SKIPPED: nccl backend not tested: no GPU is visible (cudaGetDeviceCount)";
-#else
-      GTEST_SKIP() << "SKIPPED: nccl backend not tested: built without CUDA (GOSSAMER_CUDA=OFF)";
-#endif
-    }
+    if (!comm_) GTEST_SKIP() << "SKIPPED: nccl backend not tested: " << g_nccl_skip;
     world_ = comm_->size();
     rank_ = comm_->rank();
   }
-  Communicator& comm() {
-    return *comm_;
-  }
+  Communicator& comm() { return *comm_; }
 
   // One reduce_scatter case; returns wrong elements (guard damage counts as wrong).
   size_t reduce_scatter_case(DType dtype, ReduceOp op, const std::vector<size_t>& counts,
@@ -739,10 +732,17 @@ int main(int argc, char** argv) {
   g_mpi = mpi.get();
   std::unique_ptr<Communicator> nccl;
 #ifdef GOSSAMER_HAVE_NCCL
-  if (cuda_device_count() > 0) {
+  // One GPU per rank of a node, on every node, or no nccl tests (all ranks decide alike).
+  int32_t enough = cuda_device_count() > mpi->local_rank();
+  mpi->all_reduce(&enough, 1, DType::I32, ReduceOp::MIN).wait();
+  if (enough) {
     nccl = make_communicator("nccl");
     nccl->set_timeout(60);
     g_nccl = nccl.get();
+  } else {
+    g_nccl_skip = cuda_device_count() == 0
+                      ? "no GPU is visible (cudaGetDeviceCount)"
+                      : "fewer visible GPUs than ranks on a node (one GPU per rank needed)";
   }
 #endif
   if (mpi->rank() != 0) {
