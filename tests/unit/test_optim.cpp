@@ -95,7 +95,7 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "optimizer.name: unknown optimizer \"lion\" (known: adams, adamw)"),
+                  "optimizer.name: unknown optimizer \"lion\" (known: adams, adamw, scape)"),
               std::string::npos);
   }
   cfg.name = "adamw";
