@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The SCAPE study's wall-clock part (docs/RESULTS.md): the study's model and batch on 4 ranks,
+# each rank's egress capped by scripts/emulate-network.sh, dense AdamW (ZeRO-1) against
+# SCAPE-99, and the median step time over the sparse steps with its exposed-communication
+# share. Needs root (network namespaces). Usage: scripts/study-slow-link.sh [RATE...]
+# (default: 200mbit 1gbit). Writes runs/study-slow-link/RATE-METHOD/ and prints a table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rates=("$@")
+[[ ${#rates[@]} -gt 0 ]] || rates=(200mbit 1gbit)
+out=runs/study-slow-link
+mkdir -p "$out"
+common=(-c configs/quickstart.json --set data.micro_batch=2 --set train.steps=40
+        --set train.eval_every=0 --set train.sample_every=0 --set train.checkpoint_every=0
+        --set train.log_every=10 --set parallel.zero_stage=1 --set optimizer.dense_warmup_steps=10)
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, 4 ranks x 1 thread, model configs/quickstart.json (7.24M parameters), 8 x 128 tokens per step; medians over steps 16-40"
+echo "| link (per-rank egress, emulated) | method | step time (median) | exposed comm (median) | share of step | bytes sent per step | speed-up vs AdamW |"
+echo "|---|---|---|---|---|---|---|"
+for rate in "${rates[@]}"; do
+  base=""
+  for method in adamw scape99; do
+    args=(--set optimizer.name=adamw)
+    [[ $method == scape99 ]] && args=(--set optimizer.name=scape --set optimizer.sparsity=0.99 --set optimizer.mask_score=momentum_residual)
+    dir="$out/$rate-$method"
+    rm -rf "$dir"
+    scripts/emulate-network.sh --rate "$rate" -- -np 4 -x OMP_NUM_THREADS=1 \
+      -x GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=2147483647 \
+      build/bin/gossamer train "${common[@]}" "${args[@]}" --out "$dir" >"$dir.log" 2>&1 \
+      || { tail -n 20 "$dir.log"; exit 1; }
+    row="$(node -e '
+      const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((j) => "loss" in j && j.step > 15);
+      const med = (v) => { v = v.slice().sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
+      const t = med(lines.map((j) => j.time_s.total)), w = med(lines.map((j) => j.time_s.comm_wait));
+      console.log([t, w, med(lines.map((j) => j.bytes_sent))].join(" "));' "$dir/metrics.jsonl")"
+    read -r t w b <<<"$row"
+    [[ -z "$base" ]] && base="$t"
+    node -e "const [t, w, b, base] = process.argv.slice(1).map(Number);
+      console.log('| $rate | $method | ' + (1e3 * t).toFixed(0) + ' ms | ' + (1e3 * w).toFixed(0) + ' ms | ' + (100 * w / t).toFixed(0) + '% | ' + (b / 1e6).toFixed(2) + ' MB | ' + (base / t).toFixed(2) + 'x |')" "$t" "$w" "$b" "$base"
+  done
+done
