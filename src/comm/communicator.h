@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +72,8 @@ class WorkState {
   // no limit). Throws gossamer::Error if the operation failed.
   virtual bool wait_for(double seconds) = 0;
   virtual bool done() = 0;
+  // Seconds from issue to completion, once done; NaN when the backend does not measure it.
+  virtual double duration() { return std::numeric_limits<double>::quiet_NaN(); }
 };
 
 class Communicator;
@@ -85,6 +88,8 @@ class Work {
   // communicator's timeout, aborts the job naming the rank, the operation and the context.
   void wait();
   bool done() const { return !state_ || state_->done(); }
+  // Seconds from issue to completion (after wait()); 0 for an empty Work, NaN if unknown.
+  double duration() const { return state_ ? state_->duration() : 0.0; }
 
  private:
   std::shared_ptr<WorkState> state_;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
@@ -52,16 +53,24 @@ class MpiCommunicator::State final : public WorkState {
     return done_;
   }
 
+  double duration() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_ ? duration_ : std::numeric_limits<double>::quiet_NaN();
+  }
+
   void complete(std::string error) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
       error_ = std::move(error);
+      duration_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - issued_).count();
     }
     cv_.notify_all();
   }
 
  private:
+  const std::chrono::steady_clock::time_point issued_ = std::chrono::steady_clock::now();
+  double duration_ = 0;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -168,11 +168,12 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   }
   const bool have_mask = mask_in_flight_ || mask_ready_;
   const bool dense = dense_step(t) || !have_mask;
-  double mask_wait_s = 0;
+  double mask_wait_s = 0, mask_exchange_s = std::nan("");
   if (have_mask) {
     Stopwatch w;
     finish_mask_exchange();
     mask_wait_s = w.seconds();
+    if (sharded_) mask_exchange_s = mask_work_.duration();
     mask_ready_ = false;
   }
   if (dense) cur_mask_.clear();
@@ -320,6 +321,7 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
               {"mask_wait_s", mask_wait_s},
               {"residual_norm", std::sqrt(double(sums[1]))}};
   if (!std::isnan(jac)) metrics_.push_back({"mask_jaccard", jac});
+  if (!std::isnan(mask_exchange_s)) metrics_.push_back({"mask_exchange_s", mask_exchange_s});
   return result;
 }
 

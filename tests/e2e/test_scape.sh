@@ -46,6 +46,11 @@ bytes_check() {  # NAME NP SPARSITY SHARDED
 run s90-np2-z1 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1
 P="$(grep -o '[0-9]* parameters' "$WORK/s90-np2-z1.log" | head -n 1 | cut -d' ' -f1)"
 bytes_check s90-np2-z1 2 0.9 1
+node -e '
+  const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((j) => "loss" in j && j.step > 4);
+  const ok = lines.every((j) => j.optim.mask_exchange_s >= 0 && j.optim.mask_wait_s >= 0 && j.optim.mask_wait_s <= j.time_s.total);
+  process.exit(ok && lines.length === 8 ? 0 : 1);' "$WORK/s90-np2-z1/metrics.jsonl" \
+  && pass "s90-np2-z1: mask exchange duration and exposed wait logged on every sparse step" || fail "mask timing telemetry missing"
 run s99-np4-z1 4 --set data.micro_batch=1 --set optimizer.sparsity=0.99 --set parallel.zero_stage=1
 bytes_check s99-np4-z1 4 0.99 1
 run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.sparsity=0.99 --set parallel.zero_stage=0
