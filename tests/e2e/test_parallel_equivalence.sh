@@ -45,7 +45,7 @@ run_np() {  # NAME NP ARGS... (REF=dir to compare with; default the AdamW refere
   if mpirun_np "$np" "$G" train -c $TINY "${common[@]}" --out "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1; then
     compare "$name" "$WORK/$name" "${REF:-$WORK/ref}"
   else
-    grep -E '^\[error' "$WORK/$name.log"; tail -n 20 "$WORK/$name.log"; fail "$name: training failed"
+    grep -E '^\[error' "$WORK/$name.log" || true; tail -n 20 "$WORK/$name.log"; fail "$name: training failed"
   fi
 }
 

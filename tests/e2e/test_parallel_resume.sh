@@ -19,7 +19,7 @@ train_np() {  # NAME NP ARGS...
   local name="$1" np="$2"; shift 2
   local cmd=("$G" train -c $TINY "${common[@]}" --out "$WORK/$name" "$@")
   if [[ $np == 1 ]]; then "${cmd[@]}" >"$WORK/$name.log" 2>&1; else mpirun_np "$np" "${cmd[@]}" >"$WORK/$name.log" 2>&1; fi \
-    || { grep -E '^\[error' "$WORK/$name.log"; tail -n 20 "$WORK/$name.log"; fail "$name: training failed"; }
+    || { grep -E '^\[error' "$WORK/$name.log" || true; tail -n 20 "$WORK/$name.log"; fail "$name: training failed"; }
 }
 losses_match() {  # NAME RUN: every step the run logged matches the reference's step
   node -e '
