@@ -43,7 +43,8 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 victim=""
-for pid in $(pgrep -f "gossamer train -c $TINY" || true); do
+# Only this job's ranks: ctest runs other tests' trainings at the same time.
+for pid in $(pgrep -f -- "--out $WORK/kill" || true); do
   if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$pid; fi
 done
 if [[ -z "$victim" ]]; then
@@ -66,5 +67,7 @@ else
     --resume "$WORK/kill/checkpoints/$last" --out "$WORK/resumed" >"$WORK/resume.log" 2>&1 \
     && pass "kill: $last resumes at 1 rank for 2 more steps" || { tail "$WORK/resume.log"; fail "kill: resume from $last failed"; }
 fi
+# Never leave the job behind (and never wait on it forever).
+pkill -9 -f -- "--out $WORK/kill" 2>/dev/null || true
 wait
 finish
