@@ -14,10 +14,6 @@ namespace gossamer::optim {
 using comm::DType;
 using comm::ReduceOp;
 
-size_t shard_begin(size_t total, int world, int rank) {
-  return size_t((unsigned __int128)total * unsigned(rank) / unsigned(world));
-}
-
 DataParallel::DataParallel(
     const OptimizerConfig& config, const ParallelConfig& parallel, const model::ParamLayout& layout,
     const kernels::OpTable& ops, comm::Communicator& comm,
@@ -29,22 +25,16 @@ DataParallel::DataParallel(
       world_(comm.size()),
       rank_(comm.rank()),
       total_(layout.total()),
-      bf16_(parallel.comm_dtype == "bf16") {
+      bf16_(parallel.comm_dtype == "bf16"),
+      shards_(layout.total(), comm.size()) {
   parallel.validate();
   const bool zero = par_.zero_stage > 0;
-  lo_ = zero ? shard_begin(total_, world_, rank_) : 0;
-  hi_ = zero ? shard_begin(total_, world_, rank_ + 1) : total_;
-  for (int r = 0; r < world_; ++r)
-    shard_counts_.push_back(shard_begin(total_, world_, r + 1) - shard_begin(total_, world_, r));
+  lo_ = zero ? shards_.begin(rank_) : 0;
+  hi_ = zero ? shards_.end(rank_) : total_;
   const size_t bucket = std::max<size_t>(1, size_t(par_.bucket_mb * 1e6 / sizeof(float)));
   for (size_t a = 0; a < total_; a += bucket) {
     Bucket b{a, std::min(total_, a + bucket), {}};
-    for (int r = 0; r < world_; ++r) {
-      const size_t s = shard_begin(total_, world_, r), e = shard_begin(total_, world_, r + 1);
-      b.counts.push_back(std::max(b.begin, s) < std::min(b.end, e)
-                             ? std::min(b.end, e) - std::max(b.begin, s)
-                             : 0);
-    }
+    for (int r = 0; r < world_; ++r) b.counts.push_back(shards_.overlap(r, b.begin, b.end));
     buckets_.push_back(std::move(b));
   }
   rule_ = make_rule(lo_, hi_);
@@ -199,7 +189,7 @@ StepResult DataParallel::step(std::span<float> params, std::span<float> grads,
   }
   rule_->update(params.data() + lo_, g, ctx);
   if (par_.zero_stage > 0 && world_ > 1)
-    comm_.all_gather(params.data() + lo_, params.data(), shard_counts_, DType::F32).wait();
+    comm_.all_gather(params.data() + lo_, params.data(), shards_.counts(), DType::F32).wait();
   communicating_ = false;
   ready_ = 0;
   return result;

@@ -2,7 +2,7 @@
 // three modes (parallel.zero_stage):
 //   0 replicated: gradients are all-reduced in buckets; every rank updates every parameter.
 //   1 ZeRO-1: gradients are reduce-scattered in buckets; rank r owns the contiguous shard
-//     [shard_begin(r), shard_end(r)) of the flat space, keeps optimizer state for it only,
+//     [shards_.begin(r), shards_.end(r)) of the flat space, keeps optimizer state for it only,
 //     updates it, and the parameters are all-gathered.
 //   2 ZeRO-2: as 1, and with gradient accumulation the gradients are reduce-scattered after
 //     every micro-batch, each rank accumulating only its shard.
@@ -23,6 +23,7 @@
 #include "comm/communicator.h"
 #include "core/buffer.h"
 #include "optim/optimizer.h"
+#include "optim/shard_layout.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -65,10 +66,10 @@ class DataParallel final : public Optimizer {
   comm::Communicator& comm_;
   int world_, rank_;
   size_t total_, lo_, hi_;
-  std::vector<size_t> shard_counts_;  // per rank (ZeRO); parameters all-gather
+  bool bf16_;
+  ShardLayout shards_;  // the ZeRO split of the flat space
   std::vector<Bucket> buckets_;
   std::unique_ptr<UpdateRule> rule_;
-  bool bf16_;
   HostBuffer<uint16_t> wire_;   // bf16 staging, flat layout
   HostBuffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated shard
   float* grads_ = nullptr;      // the gradient buffer of the current step
@@ -80,9 +81,5 @@ class DataParallel final : public Optimizer {
   bool local_bad_ = false;
   double local_sumsq_ = 0;  // of the local gradients checked this step
 };
-
-// Balanced contiguous split of [0, total) over `world` ranks: rank r gets
-// [total * r / world, total * (r + 1) / world).
-size_t shard_begin(size_t total, int world, int rank);
 
 }  // namespace gossamer::optim

@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/timer.h"
-#include "optim/data_parallel.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -28,18 +27,16 @@ Scape::Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
       total_(layout.total()),
       sharded_(parallel.zero_stage >= 1 && comm.size() > 1),
       code_form_(config.adams_form == "code"),
-      density_(1.0 - config.sparsity) {
+      density_(1.0 - config.sparsity),
+      shards_(layout.total(), comm.size()) {
   GOSSAMER_CHECK(parallel.zero_stage <= 1,
                  "parallel.zero_stage: scape shards like ZeRO-1 (1) or keeps its momentum "
                  "replicated (0); found %d",
                  parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
-  for (int r = 0; r <= world_; ++r) slice_begin_.push_back(shard_begin(total_, world_, r));
-  for (int r = 0; r < world_; ++r)
-    slice_counts_.push_back(slice_begin_[size_t(r) + 1] - slice_begin_[size_t(r)]);
-  lo_ = sharded_ ? slice_begin_[size_t(rank_)] : 0;
-  hi_ = sharded_ ? slice_begin_[size_t(rank_) + 1] : total_;
+  lo_ = sharded_ ? shards_.begin(rank_) : 0;
+  hi_ = sharded_ ? shards_.end(rank_) : total_;
   const size_t owned = hi_ - lo_;
   m_ = HostBuffer<float>(owned);
   if (cfg_.residual) residual_ = HostBuffer<float>(total_);
@@ -61,7 +58,7 @@ Scape::~Scape() {
 }
 
 size_t Scape::k_of(int rank) const {
-  const size_t n = sharded_ ? slice_begin_[size_t(rank) + 1] - slice_begin_[size_t(rank)] : total_;
+  const size_t n = sharded_ ? shards_.size(rank) : total_;
   return std::min(n, size_t(std::ceil(density_ * double(n))));
 }
 
@@ -86,7 +83,7 @@ void Scape::launch_mask_exchange(MaskEncoding encoding) {
   wire_counts_.assign(size_t(world_), 0);
   size_t recv_total = 0;
   for (int q = 0; q < world_; ++q) {
-    const size_t n = slice_begin_[size_t(q) + 1] - slice_begin_[size_t(q)];
+    const size_t n = shards_.size(q);
     wire_counts_[size_t(q)] = mask_bytes(encoding, k_of(q), n);
     recv_total += wire_counts_[size_t(q)];
   }
@@ -121,7 +118,7 @@ void Scape::finish_mask_exchange() {
   size_t offset = 0;
   for (int q = 0; q < world_; ++q) {
     const size_t before = cur_mask_.size();
-    const uint32_t base = uint32_t(slice_begin_[size_t(q)]);
+    const uint32_t base = uint32_t(shards_.begin(q));
     const uint8_t* seg = wire_recv_.data() + offset;
     if (wire_encoding_ == MaskEncoding::INDICES) {
       const size_t k = wire_counts_[size_t(q)] / sizeof(uint32_t);
@@ -131,7 +128,7 @@ void Scape::finish_mask_exchange() {
         cur_mask_.push_back(base + v);
       }
     } else {
-      decode_bitmap(seg, slice_begin_[size_t(q) + 1] - slice_begin_[size_t(q)], base, cur_mask_);
+      decode_bitmap(seg, shards_.size(q), base, cur_mask_);
     }
     cur_counts_[size_t(q)] = cur_mask_.size() - before;
     offset += wire_counts_[size_t(q)];
@@ -147,7 +144,7 @@ void Scape::select_next_mask(const float* scores) {
     // Decided from every rank's sizes, so all ranks agree.
     size_t idx_bytes = 0, bit_bytes = 0;
     for (int q = 0; q < world_; ++q) {
-      const size_t n = sharded_ ? slice_begin_[size_t(q) + 1] - slice_begin_[size_t(q)] : total_;
+      const size_t n = sharded_ ? shards_.size(q) : total_;
       idx_bytes += mask_bytes(MaskEncoding::INDICES, k_of(q), n);
       bit_bytes += mask_bytes(MaskEncoding::BITMAP, k_of(q), n);
     }
@@ -198,7 +195,7 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
     bad = !std::isfinite(ops_.sum_squares(A, P));
     if (sharded_) {
       ghat = g + lo_;  // out of place when A is the residual; in place when A == g
-      comm_.reduce_scatter(A, ghat, slice_counts_, DType::F32, ReduceOp::SUM).wait();
+      comm_.reduce_scatter(A, ghat, shards_.counts(), DType::F32, ReduceOp::SUM).wait();
     } else {
       if (A != g) std::memcpy(g, A, P * sizeof(float));
       if (world_ > 1) comm_.all_reduce(g, P, DType::F32, ReduceOp::SUM).wait();
@@ -268,7 +265,7 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   const int64_t before_params = comm_.stats().bytes_sent();
   if (sharded_) {
     if (dense) {
-      comm_.all_gather(params.data() + lo_, params.data(), slice_counts_, DType::F32).wait();
+      comm_.all_gather(params.data() + lo_, params.data(), shards_.counts(), DType::F32).wait();
     } else {
       float* c = compact_.data();
       const uint32_t* I = cur_mask_.data();

@@ -22,6 +22,7 @@
 #include "comm/communicator.h"
 #include "core/buffer.h"
 #include "optim/optimizer.h"
+#include "optim/shard_layout.h"
 #include "optim/sparse_mask.h"
 
 namespace gossamer::optim {
@@ -65,9 +66,8 @@ class Scape final : public Optimizer {
   bool sharded_;  // zero_stage 1 (with more than one rank)
   bool code_form_;
   double density_;
+  ShardLayout shards_;               // the ZeRO-1 split of the flat space (when sharded)
   size_t lo_, hi_;                    // the slice this rank owns (all of it when not sharded)
-  std::vector<size_t> slice_begin_;   // per rank (sharded), size world + 1
-  std::vector<size_t> slice_counts_;  // per rank, slice sizes
   HostBuffer<float> m_;               // momentum of the owned slice
   HostBuffer<float> residual_;        // e_r, the whole flat space (when cfg.residual)
   std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies

@@ -2,6 +2,7 @@
 // linear-layer matrices, the registry, and the fused CPU update vs a double reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "kernels/ops.h"
 #include "model/param_layout.h"
 #include "optim/optimizer.h"
+#include "optim/shard_layout.h"
 
 using namespace gossamer;
 
@@ -201,4 +203,35 @@ TEST(AdamS, HalfOfAdamWsStateAndWeightDecayOnMatricesOnly) {
             2 * opt->state_bytes());
   cfg.adams_form = "both";
   EXPECT_THROW(optim::make_optimizer(cfg, layout, kernels::cpu_ops()), Error);
+}
+
+// The ZeRO split: contiguous, covering, balanced to one element, and the bucket overlaps sum to
+// the bucket (the counts DataParallel's reduce-scatters use).
+TEST(ShardLayout, ContiguousBalancedAndCovering) {
+  for (size_t total : {size_t(0), size_t(1), size_t(7), size_t(1000), size_t(7248640)}) {
+    for (int world : {1, 2, 3, 4, 7}) {
+      gossamer::optim::ShardLayout s(total, world);
+      ASSERT_EQ(s.world(), world);
+      EXPECT_EQ(s.begin(0), 0u);
+      EXPECT_EQ(s.end(world - 1), total);
+      size_t lo = total, hi = 0, sum = 0;
+      for (int r = 0; r < world; ++r) {
+        if (r + 1 < world) {
+          EXPECT_EQ(s.end(r), s.begin(r + 1));
+        }
+        EXPECT_EQ(s.size(r), s.end(r) - s.begin(r));
+        EXPECT_EQ(s.counts()[size_t(r)], s.size(r));
+        lo = std::min(lo, s.size(r));
+        hi = std::max(hi, s.size(r));
+        sum += s.size(r);
+      }
+      EXPECT_EQ(sum, total);
+      EXPECT_LE(hi - lo, 1u) << total << " over " << world;
+      const size_t a = total / 3, b = total - total / 5;
+      size_t in = 0;
+      for (int r = 0; r < world; ++r) in += s.overlap(r, a, b);
+      EXPECT_EQ(in, b - a);
+    }
+  }
+  EXPECT_THROW(gossamer::optim::ShardLayout(10, 0), gossamer::Error);
 }
