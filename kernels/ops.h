@@ -54,6 +54,10 @@ struct OpTable {
   void (*adams_update_indexed)(float* param, float* m, const uint32_t* idx, const float* g,
                                const uint8_t* decay, size_t k, float lr, float beta1, float beta2,
                                float eps, float weight_decay, int64_t t, bool code_form);
+  void (*adams_update_from_momentum)(float* param, float* m_last, float* last, const uint32_t* idx,
+                                     const float* m_now, const uint8_t* decay, size_t k, float lr,
+                                     float beta1, float beta2, float eps, float weight_decay,
+                                     int64_t t, bool code_form, int catch_up_max);
 };
 
 // The CPU backend (always built).

@@ -1,6 +1,7 @@
 // CPU AdamS update: one fused, vectorised pass over param, grad, m.
 #include "kernels/cpu/adams.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gossamer::kernels::cpu {
@@ -44,6 +45,42 @@ void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const
     param[i] = param[i] * (decay[i] ? decay_factor : T(1)) - step * (mi * inv_c) / den;
   }
 }
+
+template <class T>
+void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t* idx,
+                                const T* m_now, const uint8_t* decay, size_t k, float lr,
+                                float beta1, float beta2, float eps, float weight_decay, int64_t t,
+                                bool code_form, int catch_up_max) {
+  const T b1 = beta1, b2 = beta2;
+  const T inv_c =
+      code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t)))) : T(1);
+  const T decay_factor = T(1) - T(lr) * T(weight_decay);
+  const T e = eps, step = lr;
+#pragma omp parallel for schedule(static)
+  for (size_t j = 0; j < k; ++j) {
+    const size_t i = idx[j];
+    const int64_t a = std::max<int64_t>(1, t - int64_t(last[i]));
+    const T b1a = a == 1 ? b1 : static_cast<T>(std::pow(double(beta1), double(a)));
+    const T mt = m_now[j];
+    const T gbar = (mt - b1a * m_last[i]) / (T(1) - b1a);
+    const T prev = (mt - (T(1) - b1) * gbar) / b1 * inv_c;
+    const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gbar * gbar) + e;
+    const int64_t s = std::min<int64_t>(a, std::max(1, catch_up_max));
+    const T keep = !decay[i] ? T(1)
+                   : s == 1  ? decay_factor
+                             : static_cast<T>(std::pow(double(decay_factor), double(s)));
+    param[i] = param[i] * keep - T(s) * step * (mt * inv_c) / den;
+    m_last[i] = mt;
+    last[i] = float(t);
+  }
+}
+
+template void adams_update_from_momentum<float>(float*, float*, float*, const uint32_t*,
+                                                const float*, const uint8_t*, size_t, float, float,
+                                                float, float, float, int64_t, bool, int);
+template void adams_update_from_momentum<double>(double*, double*, float*, const uint32_t*,
+                                                 const double*, const uint8_t*, size_t, float,
+                                                 float, float, float, float, int64_t, bool, int);
 
 template void adams_update_indexed<float>(float*, float*, const uint32_t*, const float*,
                                           const uint8_t*, size_t, float, float, float, float, float,

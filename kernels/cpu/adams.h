@@ -29,3 +29,23 @@ void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const
                           float weight_decay, int64_t t, bool code_form);
 
 }  // namespace gossamer::kernels::cpu
+
+namespace gossamer::kernels::cpu {
+
+// AdamS from the exact current momentum on the coordinates idx[0..k) (SCAPE reading B,
+// docs/SCAPE.md): m_now[j] is the momentum of coordinate i = idx[j] after step t, m_last[i] and
+// last[i] its momentum and step at its previous update. With a = t - last[i], the gradient for
+// the normaliser is rebuilt as if it had been constant over those a steps:
+//   gbar = (m_now - beta1^a m_last) / (1 - beta1^a),   m_prev = (m_now - (1 - beta1) gbar) / beta1
+//   den  = sqrt(beta2 (m_prev/c)^2 + (1 - beta2) gbar^2) + eps
+// and the coordinate moves s = min(a, catch_up_max) steps at once:
+//   param = param (1 - lr weight_decay)^s - s lr (m_now/c) / den
+// then m_last[i] = m_now[j], last[i] = t. With a = 1 this is adams_update (gbar = g exactly).
+// last[] holds steps as float (exact below 2^24).
+template <class T>
+void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t* idx,
+                                const T* m_now, const uint8_t* decay, size_t k, float lr,
+                                float beta1, float beta2, float eps, float weight_decay, int64_t t,
+                                bool code_form, int catch_up_max);
+
+}  // namespace gossamer::kernels::cpu

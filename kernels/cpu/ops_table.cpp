@@ -44,6 +44,7 @@ const OpTable& cpu_ops() {
       cpu::adamw_update<float>,
       cpu::adams_update<float>,
       cpu::adams_update_indexed<float>,
+      cpu::adams_update_from_momentum<float>,
   };
   return table;
 }

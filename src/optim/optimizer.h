@@ -39,6 +39,8 @@ struct OptimizerConfig {
   std::string mask_score = "momentum";
   std::string mask_encoding = "auto";
   bool residual = true;
+  std::string scape_reading = "A";
+  int64_t catch_up_max = 1;
 
   template <class V>
   void visit(V& v) {
@@ -65,7 +67,14 @@ struct OptimizerConfig {
       "of the owner's residual-corrected local gradient, the baseline)");
     v("mask_encoding", mask_encoding,
       "scape: mask on the wire: \"auto\" (the smaller), \"indices\" or \"bitmap\"");
-    v("residual", residual, "scape: keep the unsent gradient mass (error feedback)");
+    v("residual", residual, "scape: keep the unsent gradient mass (error feedback; reading A)");
+    v("scape_reading", scape_reading,
+      "scape: \"A\" (the specified method: error-feedback residual of gradients, mask from the "
+      "owner's momentum) or \"B\" (every rank keeps a dense local momentum and sends it at the "
+      "mask, the mask is the owner's top-k of its local momentum; docs/SCAPE.md)");
+    v("catch_up_max", catch_up_max,
+      "scape reading B: a coordinate updated after a steps moves min(a, N) AdamS steps at once "
+      "(1: one step per update)");
     v("adams_form", adams_form,
       "adams and scape: \"code\" (the official code's bias-corrected form) or \"paper\" (no bias "
       "correction)");

@@ -66,6 +66,20 @@ void OptimizerConfig::validate(const std::string& p) const {
                  "%smask_encoding: must be \"auto\", \"indices\" or \"bitmap\", found \"%s\"",
                  p.c_str(), mask_encoding.c_str());
   GOSSAMER_CHECK(grad_clip >= 0, "%sgrad_clip: must be >= 0, found %g", p.c_str(), grad_clip);
+  GOSSAMER_CHECK(scape_reading == "A" || scape_reading == "B",
+                 "%sscape_reading: must be \"A\" or \"B\", found \"%s\"", p.c_str(),
+                 scape_reading.c_str());
+  GOSSAMER_CHECK(catch_up_max >= 1 && catch_up_max <= 1000000,
+                 "%scatch_up_max: must lie in [1, 1000000], found %lld", p.c_str(),
+                 (long long)catch_up_max);
+  GOSSAMER_CHECK(catch_up_max == 1 || scape_reading == "B",
+                 "%scatch_up_max: only scape_reading \"B\" catches up (found %lld with reading "
+                 "\"%s\")",
+                 p.c_str(), (long long)catch_up_max, scape_reading.c_str());
+  GOSSAMER_CHECK(scape_reading == "A" || mask_score != "momentum_residual",
+                 "%smask_score: \"momentum_residual\" scores reading A's residual; reading B "
+                 "has none (use \"momentum\" or \"gradient\")",
+                 p.c_str());
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,

@@ -28,6 +28,8 @@ Scape::Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
       sharded_(parallel.zero_stage >= 1 && comm.size() > 1),
       code_form_(config.adams_form == "code"),
       density_(1.0 - config.sparsity),
+      reading_b_(config.scape_reading == "B"),
+      use_residual_(!reading_b_ && config.residual),
       shards_(layout.total(), comm.size()) {
   GOSSAMER_CHECK(parallel.zero_stage <= 1,
                  "parallel.zero_stage: scape shards like ZeRO-1 (1) or keeps its momentum "
@@ -39,7 +41,14 @@ Scape::Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
   hi_ = sharded_ ? shards_.end(rank_) : total_;
   const size_t owned = hi_ - lo_;
   m_ = HostBuffer<float>(owned);
-  if (cfg_.residual) residual_ = HostBuffer<float>(total_);
+  if (use_residual_) residual_ = HostBuffer<float>(total_);
+  if (reading_b_) {
+    GOSSAMER_CHECK(sharded_ || world_ == 1,
+                   "optimizer.scape_reading: \"B\" needs parallel.zero_stage 1 at world size > 1 "
+                   "(each owner scores its mask from its own local momentum)");
+    local_m_ = HostBuffer<float>(total_);
+    last_.assign(owned, 0.0f);
+  }
   decay_.assign(owned, 0);
   for (const DecayRun& r : decay_runs(layout, lo_, hi_))
     if (r.decay)
@@ -153,6 +162,23 @@ void Scape::select_next_mask(const float* scores) {
   launch_mask_exchange(enc);
 }
 
+float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
+  // Each rank clips its own gradient (DGC's local clipping: there is no dense global gradient to
+  // take the norm of); the gradients arrive scaled by 1/ranks, so the rank's own norm is ranks
+  // times theirs. At world size 1 this is AdamS's global-norm clipping.
+  const size_t P = total_;
+  const double sq = ops_.sum_squares(g, P) * double(world_) * double(world_);
+  *local_sq = sq;
+  double coef = 1.0;
+  if (cfg_.grad_clip > 0 && std::isfinite(sq))
+    coef = std::min(1.0, cfg_.grad_clip / (std::sqrt(sq) + 1e-6));
+  const float b1 = float(cfg_.beta1), w = float((1.0 - cfg_.beta1) * coef);
+  float* u = local_m_.data();
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < P; ++i) u[i] = b1 * u[i] + w * g[i];
+  return u;
+}
+
 StepResult Scape::step(std::span<float> params, std::span<float> grads, const StepContext& ctx) {
   GOSSAMER_CHECK(params.size() == total_ && grads.size() == total_,
                  "scape: buffer sizes differ from the layout");
@@ -177,14 +203,18 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
 
   const size_t P = total_, owned = hi_ - lo_;
   float* g = grads.data();
-  float* A = cfg_.residual ? residual_.data() : g;  // a = g + e, in the residual buffer
-  if (cfg_.residual) ops_.accumulate(A, g, P);
+  // What is sent, at the mask: a = g + e_r (reading A, in the residual buffer), g (A without
+  // residual) or the local momentum u_r = beta1 u_r + (1 - beta1) g (reading B).
+  float* A = use_residual_ ? residual_.data() : g;
+  if (use_residual_) ops_.accumulate(A, g, P);
+  double local_sq = 0;  // reading B: this rank's squared gradient norm (unscaled by the ranks)
   const bool next_sparse = !dense_step(t + 1);
   std::vector<float> scores;
   if (next_sparse && cfg_.mask_score == "gradient") {  // the owner's residual-corrected gradient
     scores.resize(owned);
     for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(A[lo_ + i]);
   }
+  if (reading_b_) A = accumulate_local_momentum(g, &local_sq);
 
   // Pack what is sent, reduce it, and keep what was not sent.
   float* ghat = nullptr;  // this rank's averaged values, one per selected owned coordinate
@@ -192,7 +222,7 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   bool bad = false;
   const int64_t before_grads = comm_.stats().bytes_sent();
   if (dense) {
-    bad = !std::isfinite(ops_.sum_squares(A, P));
+    bad = !std::isfinite(reading_b_ ? local_sq : ops_.sum_squares(A, P));
     if (sharded_) {
       ghat = g + lo_;  // out of place when A is the residual; in place when A == g
       comm_.reduce_scatter(A, ghat, shards_.counts(), DType::F32, ReduceOp::SUM).wait();
@@ -202,7 +232,7 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
       ghat = g;
     }
     n_seg = owned;
-    if (cfg_.residual) std::fill(A, A + P, 0.0f);
+    if (use_residual_) std::fill(A, A + P, 0.0f);
   } else {
     const size_t K = cur_mask_.size();
     compact_.resize(K);
@@ -210,8 +240,8 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
     const uint32_t* I = cur_mask_.data();
 #pragma omp parallel for schedule(static)
     for (size_t j = 0; j < K; ++j) c[j] = A[I[j]];
-    bad = !std::isfinite(ops_.sum_squares(c, K));
-    if (cfg_.residual) {
+    bad = !std::isfinite(reading_b_ ? local_sq : ops_.sum_squares(c, K));
+    if (use_residual_) {
 #pragma omp parallel for schedule(static)
       for (size_t j = 0; j < K; ++j) A[I[j]] = 0.0f;
     }
@@ -236,17 +266,24 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
                   "communicated; stopping without updating (the last checkpoint is intact)",
                   (long long)t, world_ - flag));
 
-  // Clip by the norm of the synchronised values (all of them on a dense step).
-  double seg_sq = ops_.sum_squares(ghat, n_seg);
-  float sums[2] = {float(sharded_ ? seg_sq : 0.0),
-                   cfg_.residual ? float(ops_.sum_squares(A, P)) : 0.0f};
+  // Reading A clips by the norm of the synchronised values (all of them on a dense step);
+  // reading B has clipped each rank's gradient already and reports the root mean square of the
+  // ranks' local gradient norms.
+  const double seg_sq = reading_b_ ? 0.0 : ops_.sum_squares(ghat, n_seg);
+  float sums[2] = {float(reading_b_ ? local_sq
+                         : sharded_ ? seg_sq
+                                    : 0.0),
+                   use_residual_ ? float(ops_.sum_squares(A, P)) : 0.0f};
   if (world_ > 1) comm_.all_reduce(sums, 2, DType::F32, ReduceOp::SUM).wait();
-  const double total_sq = sharded_ ? double(sums[0]) : seg_sq;
   StepResult result;
-  result.grad_norm = std::sqrt(total_sq);
-  if (cfg_.grad_clip > 0) {
-    const double coef = cfg_.grad_clip / (result.grad_norm + 1e-6);
-    if (coef < 1.0) ops_.scale(ghat, float(coef), n_seg);
+  if (reading_b_) {
+    result.grad_norm = std::sqrt(double(sums[0]) / world_);
+  } else {
+    result.grad_norm = std::sqrt(sharded_ ? double(sums[0]) : seg_sq);
+    if (cfg_.grad_clip > 0) {
+      const double coef = cfg_.grad_clip / (result.grad_norm + 1e-6);
+      if (coef < 1.0) ops_.scale(ghat, float(coef), n_seg);
+    }
   }
 
   // AdamS on the selected owned coordinates.
@@ -257,9 +294,16 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
     for (size_t j = 0; j < n_seg; ++j) local[j] = cur_mask_[own_offset + j] - uint32_t(lo_);
     idx = local.data();
   }
-  ops_.adams_update_indexed(params.data() + lo_, m_.data(), idx, ghat, decay_.data(), n_seg,
-                            float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
-                            float(cfg_.weight_decay), t, code_form_);
+  if (reading_b_) {  // ghat: the momentum itself, exact at the selected coordinates
+    ops_.adams_update_from_momentum(params.data() + lo_, m_.data(), last_.data(), idx, ghat,
+                                    decay_.data(), n_seg, float(ctx.lr), float(cfg_.beta1),
+                                    float(cfg_.beta2), float(cfg_.eps), float(cfg_.weight_decay), t,
+                                    code_form_, int(cfg_.catch_up_max));
+  } else {
+    ops_.adams_update_indexed(params.data() + lo_, m_.data(), idx, ghat, decay_.data(), n_seg,
+                              float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
+                              float(cfg_.weight_decay), t, code_form_);
+  }
 
   // Every replica receives the updated values.
   const int64_t before_params = comm_.stats().bytes_sent();
@@ -284,13 +328,13 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   if (next_sparse) {
     if (cfg_.mask_score == "momentum") {
       scores.resize(owned);
-      const float* mm = m_.data();
+      const float* mm = reading_b_ ? local_m_.data() + lo_ : m_.data();
 #pragma omp parallel for schedule(static)
       for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
     } else if (cfg_.mask_score == "momentum_residual") {
       // The momentum the coordinate would have if its pending residual were applied now; the
       // owner's own residual, times the ranks, estimates the sum over ranks.
-      GOSSAMER_CHECK(cfg_.residual, "optimizer.mask_score: momentum_residual needs residual");
+      GOSSAMER_CHECK(use_residual_, "optimizer.mask_score: momentum_residual needs residual");
       scores.resize(owned);
       const float* mm = m_.data();
       const float* e = residual_.data() + lo_;
@@ -309,14 +353,16 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
     prev_mask_ = cur_mask_;
   }
   const comm::CommStats delta = comm_.stats().since(before);
-  metrics_ = {{"dense", dense ? 1.0 : 0.0},
-              {"selected", double(dense ? P : cur_mask_.size())},
-              {"grad_bytes", double(grad_bytes)},
-              {"param_bytes", double(param_bytes)},
-              {"critical_bytes", double(delta.bytes_sent()) - mask_issue_bytes_},
-              {"mask_bytes", mask_issue_bytes_},
-              {"mask_wait_s", mask_wait_s},
-              {"residual_norm", std::sqrt(double(sums[1]))}};
+  metrics_ = {
+      {"dense", dense ? 1.0 : 0.0},
+      {"selected", double(dense ? P : cur_mask_.size())},
+      {"grad_bytes", double(grad_bytes)},
+      {"param_bytes", double(param_bytes)},
+      {"critical_bytes", double(delta.bytes_sent()) - mask_issue_bytes_},
+      {"mask_bytes", mask_issue_bytes_},
+      {"mask_wait_s", mask_wait_s},
+  };
+  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(double(sums[1]))});
   if (!std::isnan(jac)) metrics_.push_back({"mask_jaccard", jac});
   if (!std::isnan(mask_exchange_s)) metrics_.push_back({"mask_exchange_s", mask_exchange_s});
   return result;
@@ -330,9 +376,14 @@ std::vector<StateTensor> Scape::state() {
   std::vector<StateTensor> s = {{"scape.m", m_.data(), owned, lo_, total_},
                                 {"scape.next_mask", mask_flags_.data(), owned, lo_, total_},
                                 {"scape.has_next_mask", &has_mask_, 1, 0, 1}};
-  if (cfg_.residual)
+  if (use_residual_)
     s.push_back({"scape.residual", residual_.data(), total_, size_t(rank_) * total_,
                  size_t(world_) * total_, total_});
+  if (reading_b_) {  // the ranks' local momenta matter only through their sum
+    s.push_back({"scape.local_momentum", local_m_.data(), total_, size_t(rank_) * total_,
+                 size_t(world_) * total_, total_});
+    s.push_back({"scape.last_update", last_.data(), owned, lo_, total_});
+  }
   return s;
 }
 
@@ -351,7 +402,7 @@ void Scape::state_loaded() {
 }
 
 size_t Scape::state_bytes() const {
-  return (m_.size() + residual_.size()) * sizeof(float);
+  return (m_.size() + residual_.size() + local_m_.size() + last_.size()) * sizeof(float);
 }
 
 }  // namespace gossamer::optim

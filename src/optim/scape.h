@@ -56,6 +56,9 @@ class Scape final : public Optimizer {
   void launch_mask_exchange(MaskEncoding encoding);
   void finish_mask_exchange();
   void select_next_mask(const float* scores_of_owned_slice);
+  // Reading B: u_r = beta1 u_r + (1 - beta1) clip(g); returns u_r, sets this rank's squared
+  // gradient norm.
+  float* accumulate_local_momentum(const float* g, double* local_sq);
 
   OptimizerConfig cfg_;
   ParallelConfig par_;
@@ -66,13 +69,17 @@ class Scape final : public Optimizer {
   bool sharded_;  // zero_stage 1 (with more than one rank)
   bool code_form_;
   double density_;
+  bool reading_b_;                   // optimizer.scape_reading "B"
+  bool use_residual_;                // reading A with optimizer.residual
   ShardLayout shards_;               // the ZeRO-1 split of the flat space (when sharded)
-  size_t lo_, hi_;                    // the slice this rank owns (all of it when not sharded)
-  HostBuffer<float> m_;               // momentum of the owned slice
-  HostBuffer<float> residual_;        // e_r, the whole flat space (when cfg.residual)
-  std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies
-  std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
-  std::vector<float> compact_;        // gradient values at the mask, then parameter values
+  size_t lo_, hi_;                   // the slice this rank owns (all of it when not sharded)
+  HostBuffer<float> m_;              // momentum of the owned slice
+  HostBuffer<float> residual_;       // e_r, the whole flat space (reading A with residual)
+  HostBuffer<float> local_m_;        // u_r, the whole flat space (reading B)
+  std::vector<float> last_;          // reading B: step of each owned coordinate's last update
+  std::vector<uint8_t> decay_;       // per owned coordinate: weight decay applies
+  std::vector<uint32_t> all_owned_;  // 0 .. owned-1, the "everything" mask of dense steps
+  std::vector<float> compact_;       // gradient values at the mask, then parameter values
   std::vector<uint32_t> cur_mask_, prev_mask_;  // global indices (sorted)
   std::vector<size_t> cur_counts_;              // per rank, entries of cur_mask_
   std::vector<uint32_t> next_own_;              // slice-local, for the next step

@@ -80,4 +80,23 @@ for target in "1 4" "4 1"; do
   a="$(step7 "$WORK/s90-np2-z1/metrics.jsonl" 12)"; b="$(step7 "$WORK/s90-2to$np/metrics.jsonl" 12)"
   node -e "process.exit(Math.abs($a - $b) <= 1e-2 * Math.abs($a) ? 0 : 1)" && pass "2 -> $np: step 12 loss $b within 1% of $a" || fail "2 -> $np: step 12 loss $b vs $a"
 done
+
+# Reading B: every rank's local momentum at the mask, with catch-up; the same collectives and
+# bytes as reading A, replicas identical, resume bit-identical and at another world size.
+B=(--set optimizer.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape_reading=B --set optimizer.catch_up_max=4)
+run b99-np2 2 --set data.micro_batch=2 "${B[@]}"
+bytes_check b99-np2 2 0.99 1
+run b99-np2-r6 2 --set data.micro_batch=2 "${B[@]}" --resume "$WORK/b99-np2/checkpoints/step_00000006"
+cmp -s "$WORK/b99-np2/checkpoints/step_00000012/model.safetensors" "$WORK/b99-np2-r6/checkpoints/step_00000012/model.safetensors" \
+  && cmp -s "$WORK/b99-np2/checkpoints/step_00000012/optimizer.safetensors" "$WORK/b99-np2-r6/checkpoints/step_00000012/optimizer.safetensors" \
+  && pass "reading B: resume at step 6, 2 ranks: bit-identical" || fail "reading B: resume at the same world size differs"
+run b99-2to1 1 --set data.micro_batch=4 "${B[@]}" --resume "$WORK/b99-np2/checkpoints/step_00000006"
+a="$(step7 "$WORK/b99-np2/metrics.jsonl" 7)"; b="$(step7 "$WORK/b99-2to1/metrics.jsonl" 7)"
+node -e "process.exit(Math.abs($a - $b) <= 1e-5 * Math.abs($a) ? 0 : 1)" && pass "reading B 2 -> 1: step 7 loss $b (uninterrupted $a)" || fail "reading B 2 -> 1: step 7 loss $b vs $a"
+if mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set data.micro_batch=2 "${B[@]}" --set parallel.zero_stage=0 \
+     --out "$WORK/b-z0" >"$WORK/b-z0.log" 2>&1; then
+  fail "reading B with replicated momentum at 2 ranks was accepted"
+fi
+grep -q 'scape_reading: "B" needs parallel.zero_stage 1' "$WORK/b-z0.log" \
+  && pass "reading B refuses zero_stage 0 at 2 ranks, naming the key" || { tail -n 5 "$WORK/b-z0.log"; fail "no clear error for reading B at zero_stage 0"; }
 finish
