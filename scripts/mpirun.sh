@@ -11,21 +11,13 @@
 # Extra mpirun options go before COMMAND after a `--`: scripts/mpirun.sh 4 --mca ... -- CMD...
 # For several machines use mpirun or srun directly (docs/COMM.md, "Launching").
 set -euo pipefail
-if [[ $# -lt 2 || ! "$1" =~ ^[0-9]+$ || "$1" -lt 1 ]]; then
-  echo "usage: scripts/mpirun.sh N [MPIRUN_OPTIONS... --] COMMAND [ARGS...]" >&2
-  exit 2
-fi
-np="$1"; shift
-extra=()
-if printf '%s\n' "$@" | grep -qx -- '--'; then
-  while [[ "$1" != "--" ]]; do extra+=("$1"); shift; done
-  shift
-fi
+source "$(dirname "$0")/launch-common.sh"
+launch_parse_args "scripts/mpirun.sh N [MPIRUN_OPTIONS... --] COMMAND [ARGS...]" "$@"
 command -v mpirun >/dev/null || { echo "scripts/mpirun.sh: mpirun not found (run scripts/install-deps.sh)" >&2; exit 1; }
 cores="$(nproc)"
 threads="${OMP_NUM_THREADS:-$(( cores / np > 0 ? cores / np : 1 ))}"
 root=()
 [[ "$(id -u)" == 0 ]] && root=(--allow-run-as-root)
 exec mpirun "${root[@]}" --oversubscribe --bind-to none --mca btl self,vader \
-  -x GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=2147483647 \
-  -x OMP_NUM_THREADS="$threads" -np "$np" "${extra[@]}" "$@"
+  -x GLIBC_TUNABLES="$LAUNCH_GLIBC_TUNABLES" -x OMP_NUM_THREADS="$threads" -np "$np" \
+  "${extra[@]}" "${cmd[@]}"

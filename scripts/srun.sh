@@ -12,23 +12,15 @@
 # they come after ours, so e.g. --cpu-bind=cores overrides. Without SLURM_CONF set, the local
 # test cluster of scripts/slurm-local.sh is used when it runs. Docs: docs/COMM.md, "Launching".
 set -euo pipefail
-if [[ $# -lt 2 || ! "$1" =~ ^[0-9]+$ || "$1" -lt 1 ]]; then
-  echo "usage: scripts/srun.sh N [SRUN_OPTIONS... --] COMMAND [ARGS...]" >&2
-  exit 2
-fi
-np="$1"; shift
-extra=()
-if printf '%s\n' "$@" | grep -qx -- '--'; then
-  while [[ "$1" != "--" ]]; do extra+=("$1"); shift; done
-  shift
-fi
+source "$(dirname "$0")/launch-common.sh"
+launch_parse_args "scripts/srun.sh N [SRUN_OPTIONS... --] COMMAND [ARGS...]" "$@"
 command -v srun >/dev/null || { echo "scripts/srun.sh: srun not found (not a Slurm machine? scripts/slurm-local.sh start sets up a local one)" >&2; exit 1; }
 local_conf="${GOSSAMER_SLURM_DIR:-/tmp/gossamer-slurm}/slurm.conf"
 if [[ -z "${SLURM_CONF:-}" && ! -e /etc/slurm/slurm.conf && -f "$local_conf" ]]; then
   export SLURM_CONF="$local_conf"
 fi
-export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=2147483647}"
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:-$LAUNCH_GLIBC_TUNABLES}"
 bind=(--cpu-bind=none)  # srun warns about it on clusters that cannot bind (task/none)
 task_plugin="$(scontrol show config 2>/dev/null | grep -E '^TaskPlugin ' || true)"
 [[ "$task_plugin" == *task/none* ]] && bind=()
-exec srun --mpi=pmix --kill-on-bad-exit=1 "${bind[@]}" -n "$np" "${extra[@]}" "$@"
+exec srun --mpi=pmix --kill-on-bad-exit=1 "${bind[@]}" -n "$np" "${extra[@]}" "${cmd[@]}"

@@ -6,14 +6,31 @@
 
 namespace gossamer::kernels::cpu {
 
+namespace {
+
+// The per-call constants every AdamS kernel shares: betas, the bias factor 1/c at step t (1 in
+// the paper form), the decay factor 1 - lr wd, eps and lr, in the kernel's precision.
+template <class T>
+struct AdamsConstants {
+  T b1, b2, inv_c, decay, eps, lr;
+  AdamsConstants(float lr_, float beta1, float beta2, float eps_, float weight_decay, int64_t t,
+                 bool code_form)
+      : b1(beta1),
+        b2(beta2),
+        inv_c(code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t))))
+                        : T(1)),
+        decay(T(1) - T(lr_) * T(weight_decay)),
+        eps(eps_),
+        lr(lr_) {}
+};
+
+}  // namespace
+
 template <class T>
 void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1, float beta2,
                   float eps, float weight_decay, int64_t t, bool code_form) {
-  const T b1 = beta1, b2 = beta2;
-  const T inv_c =
-      code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t)))) : T(1);
-  const T decay = T(1) - T(lr) * T(weight_decay);
-  const T e = eps, step = lr;
+  const AdamsConstants<T> k(lr, beta1, beta2, eps, weight_decay, t, code_form);
+  const T b1 = k.b1, b2 = k.b2, inv_c = k.inv_c, decay = k.decay, e = k.eps, step = k.lr;
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; ++i) {
     const T g = grad[i];
@@ -29,11 +46,8 @@ template <class T>
 void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
                           size_t k, float lr, float beta1, float beta2, float eps,
                           float weight_decay, int64_t t, bool code_form) {
-  const T b1 = beta1, b2 = beta2;
-  const T inv_c =
-      code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t)))) : T(1);
-  const T decay_factor = T(1) - T(lr) * T(weight_decay);
-  const T e = eps, step = lr;
+  const AdamsConstants<T> c(lr, beta1, beta2, eps, weight_decay, t, code_form);
+  const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
     const size_t i = idx[j];
@@ -51,11 +65,8 @@ void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t
                                 const T* m_now, const uint8_t* decay, size_t k, float lr,
                                 float beta1, float beta2, float eps, float weight_decay, int64_t t,
                                 bool code_form, int catch_up_max) {
-  const T b1 = beta1, b2 = beta2;
-  const T inv_c =
-      code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t)))) : T(1);
-  const T decay_factor = T(1) - T(lr) * T(weight_decay);
-  const T e = eps, step = lr;
+  const AdamsConstants<T> c(lr, beta1, beta2, eps, weight_decay, t, code_form);
+  const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
     const size_t i = idx[j];
