@@ -6,6 +6,7 @@
 # on every rank (median of the timed steps; "comm wait" is the exposed communication).
 # Usage: scripts/bench-parallel.sh [STEPS] [CONFIG] (default 4, configs/bench/gpt2-124m-t64.json)
 set -euo pipefail
+source "$(dirname "$0")/launch-common.sh"
 cd "$(dirname "$0")/.."
 steps="${1:-4}"
 cfg="${2:-configs/bench/gpt2-124m-t64.json}"
@@ -20,7 +21,7 @@ row() {  # LINK ZERO OVERLAP
     out="$(scripts/mpirun.sh 2 "${args[@]}" 2>/dev/null)"
   else
     out="$(scripts/emulate-network.sh --rate "$link" -- -np 2 -x OMP_NUM_THREADS=$(( $(nproc) / 2 )) \
-      -x GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=2147483647 \
+      -x GLIBC_TUNABLES="$LAUNCH_GLIBC_TUNABLES" \
       "${args[@]}" 2>/dev/null)"
   fi
   if [[ $header == 1 ]]; then

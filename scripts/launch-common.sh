@@ -1,5 +1,6 @@
-# Shared by scripts/mpirun.sh and scripts/srun.sh (sourced, not run): their argument syntax
-# `N [LAUNCHER_OPTIONS... --] COMMAND [ARGS...]` and the malloc settings both give every rank.
+# Shared by the launch scripts (sourced, not run): scripts/mpirun.sh and scripts/srun.sh take
+# their argument syntax `N [LAUNCHER_OPTIONS... --] COMMAND [ARGS...]` from it, and they and the
+# benchmark scripts (bench-parallel.sh, study-slow-link.sh) their malloc settings.
 # After `launch_parse_args USAGE "$@"`: $np is N, ${extra[@]} the launcher options and
 # ${cmd[@]} the command; a bad N or no command prints "usage: USAGE" and exits 2.
 

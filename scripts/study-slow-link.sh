@@ -5,6 +5,7 @@
 # share. Needs root (network namespaces). Usage: scripts/study-slow-link.sh [RATE...]
 # (default: 200mbit 1gbit). Writes runs/study-slow-link/RATE-METHOD/ and prints a table.
 set -euo pipefail
+source "$(dirname "$0")/launch-common.sh"
 cd "$(dirname "$0")/.."
 rates=("$@")
 [[ ${#rates[@]} -gt 0 ]] || rates=(200mbit 1gbit)
@@ -24,7 +25,7 @@ for rate in "${rates[@]}"; do
     dir="$out/$rate-$method"
     rm -rf "$dir"
     scripts/emulate-network.sh --rate "$rate" -- -np 4 -x OMP_NUM_THREADS=1 \
-      -x GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=2147483647 \
+      -x GLIBC_TUNABLES="$LAUNCH_GLIBC_TUNABLES" \
       build/bin/gossamer train "${common[@]}" "${args[@]}" --out "$dir" >"$dir.log" 2>&1 \
       || { tail -n 20 "$dir.log"; exit 1; }
     row="$(node -e '
