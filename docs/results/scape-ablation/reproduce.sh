@@ -4,7 +4,8 @@
 # only for reading B); the committed optimizer is unchanged. This script checks out the commit
 # the patch was written against into a temporary worktree, applies the patch, builds, and runs
 # every variant for STEPS steps (default 300) in one process. About 1.3 min per variant on 2 cores.
-# Usage: docs/results/scape-ablation/reproduce.sh [OUT_DIR]   (env STEPS=N, ONLY="name ...")
+# Usage: docs/results/scape-ablation/reproduce.sh [OUT_DIR]
+#   env STEPS=N, ONLY="name ...", EXTRA="key=value ..." (more overrides, e.g. train.seed=2)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -50,7 +51,7 @@ for v in "${variants[@]}"; do
   args=()
   for kv in optimizer.lr=0.001 optimizer.dense_warmup_steps=50 train.steps=$steps \
             train.eval_every=$steps train.log_every=25 train.sample_every=0 \
-            train.checkpoint_every=0 $sets; do
+            train.checkpoint_every=0 $sets ${EXTRA:-}; do
     args+=(--set "$kv")
   done
   run="$out/runs/$name"
