@@ -9,25 +9,25 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "comm/bench_comm.h"
+#include "bench/comm_bench.h"
+#include "bench/train_bench.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "data/prep.h"
 #include "data/tokenizer.h"
+#include "eval/eval_command.h"
+#include "eval/model_source.h"
+#include "eval/sampler.h"
+#include "hf/export.h"
+#include "hf/import.h"
+#include "hf/tokenizer_files.h"
 #include "kernels/ops.h"
 #include "model/model.h"
-#include "train/bench_train.h"
+#include "sweep/runner.h"
+#include "sweep/spec.h"
 #include "train/checkpoint.h"
-#include "train/eval_run.h"
-#include "train/hf_export.h"
-#include "train/hf_import.h"
-#include "train/hf_tokenizer.h"
-#include "train/model_source.h"
 #include "train/run_config.h"
-#include "train/sampler.h"
-#include "train/sweep_run.h"
-#include "train/sweep_spec.h"
 #include "train/trainer.h"
 
 namespace {
@@ -42,13 +42,13 @@ struct TrainArgs {
 struct GenerateArgs {
   std::string checkpoint, prompt, tokenizer;
   int tokens = 128;
-  train::SamplingOptions sampling{0.8, 40, 1.0};
+  eval::SamplingOptions sampling{0.8, 40, 1.0};
   uint64_t seed = 42;
 };
 
 struct ExportHfArgs {
   std::string checkpoint, hf_dir;
-  train::HfExportOptions options;
+  hf::HfExportOptions options;
 };
 
 struct ImportHfArgs {
@@ -59,7 +59,7 @@ struct ImportHfArgs {
 struct BenchArgs {
   std::string config;
   std::vector<std::string> sets;
-  train::BenchOptions options;
+  bench::BenchOptions options;
 };
 
 int cmd_train(const TrainArgs& a) {
@@ -74,14 +74,14 @@ int cmd_train(const TrainArgs& a) {
 
 int cmd_generate(const GenerateArgs& a) {
   GOSSAMER_CHECK(a.tokens >= 1, "--tokens: must be >= 1, found %d", a.tokens);
-  train::LoadedModel m = train::load_model_for_inference(a.checkpoint, 1, 0, a.tokenizer, true);
+  eval::LoadedModel m = eval::load_model_for_inference(a.checkpoint, 1, 0, a.tokenizer, true);
   model::Model* model = m.model.get();
   const data::Tokenizer* tok = m.tokenizer.get();
   std::vector<int32_t> prompt = {int32_t(tok->document_token())};
   for (uint32_t t : tok->encode(a.prompt)) prompt.push_back(int32_t(t));
   Rng rng(a.seed);
   std::fputs(a.prompt.c_str(), stdout);
-  train::generate(*model, prompt, a.tokens, a.sampling, rng, [&](int32_t t) {
+  eval::generate(*model, prompt, a.tokens, a.sampling, rng, [&](int32_t t) {
     const std::string piece = tok->decode_token(uint32_t(t));
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -92,17 +92,17 @@ int cmd_generate(const GenerateArgs& a) {
 
 struct SweepArgs {
   std::string file, out;
-  train::SweepOptions options;
+  sweep::SweepOptions options;
 };
 
 int cmd_sweep(const SweepArgs& a) {
   GOSSAMER_CHECK(!(a.options.dry_run && a.options.summarize_only),
                  "--dry-run and --summarize-only exclude each other");
-  return train::run_sweep(train::load_sweep(a.file, a.out), a.options);
+  return sweep::run_sweep(sweep::load_sweep(a.file, a.out), a.options);
 }
 
 int cmd_bench(const BenchArgs& a) {
-  return train::run_train_bench(train::load_run_config(a.config, a.sets), a.options);
+  return bench::run_train_bench(train::load_run_config(a.config, a.sets), a.options);
 }
 
 }  // namespace
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
                       "gpt2:DIR, spm:MODEL_FILE or a GPT-2 directory (default: the run's "
                       "data.tokenizer)");
 
-  train::EvalOptions eval_args;
+  eval::EvalOptions eval_args;
   auto* eval_cmd = app.add_subcommand(
       "eval", "validation loss / perplexity on shards, and HellaSwag-format accuracy");
   eval_cmd->add_option("-c,--config", eval_args.config, "run config (JSON): data and model")
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--warmup", bench_args.options.warmup, "untimed steps first");
   bench_cmd->require_subcommand(0, 1);
 
-  comm::CommBenchOptions comm_bench_args;
+  bench::CommBenchOptions comm_bench_args;
   auto* bench_comm_cmd = bench_cmd->add_subcommand(
       "comm", "communication benchmark, nccl-tests table (run under mpirun or srun)");
   bench_comm_cmd->add_option("--backend", comm_bench_args.backend, "auto, mpi, nccl or single");
@@ -277,15 +277,15 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*gen_cmd) return cmd_generate(gen_args);
-    if (*eval_cmd) return train::run_eval(eval_args);
-    if (*bench_comm_cmd) return comm::run_comm_bench(comm_bench_args);
+    if (*eval_cmd) return eval::run_eval(eval_args);
+    if (*bench_comm_cmd) return bench::run_comm_bench(comm_bench_args);
     if (*bench_cmd) return cmd_bench(bench_args);
     if (*sweep_cmd) return cmd_sweep(sweep_args);
     if (*ref_cmd) return std::fputs(train::config_reference_markdown().c_str(), stdout), 0;
     if (*export_cmd)
-      return train::export_hf(export_args.checkpoint, export_args.hf_dir, export_args.options), 0;
+      return hf::export_hf(export_args.checkpoint, export_args.hf_dir, export_args.options), 0;
     if (*import_cmd)
-      return train::import_hf(import_args.hf_dir, import_args.checkpoint_dir, import_args.force), 0;
+      return hf::import_hf(import_args.hf_dir, import_args.checkpoint_dir, import_args.force), 0;
   } catch (const gossamer::Error& e) {
     gossamer::log_error("%s", e.what());
     return 1;

@@ -157,13 +157,4 @@ inline constexpr int kExitPeerFailure = 3;
 // choice is logged. Throws gossamer::Error naming parallel.backend when unavailable.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend);
 
-// Launch environment as seen before any MPI call (Open MPI, PMIx, Slurm variables).
-struct LaunchEnv {
-  // size 0: launched, but the world size is known to MPI only (bare PMIx).
-  int rank = 0, size = 1, local_rank = 0;
-  int local_size = 0;           // ranks on this node; 0 = no variable says
-  const char* source = "none";  // which variables were found
-};
-LaunchEnv detect_launch_env();
-
 }  // namespace gossamer::comm

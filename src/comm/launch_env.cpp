@@ -3,11 +3,12 @@
 // Slurm's srun (SLURM_*) and bare PMIx (PMIX_RANK, whose world size is unknown before MPI
 // starts: size 0).
 // Invariant: a malformed or inconsistent value is an error naming the variable, never a guess.
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string>
 
-#include "comm/communicator.h"
+#include "comm/launch_env.h"
 #include "core/error.h"
 
 namespace gossamer::comm {
@@ -144,6 +145,11 @@ LaunchEnv detect_launch_env() {
   LaunchEnv e = detect_rank();
   e.local_size = detect_local_size();
   return e;
+}
+
+int ranks_on_this_node(int world) {
+  const int local = detect_launch_env().local_size;
+  return local > 0 ? std::min(local, world) : world;  // unknown: every rank shares this machine
 }
 
 }  // namespace gossamer::comm

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/launch_env.h"
 #include "comm/mpi_communicator.h"
 #include "comm/single_communicator.h"
 #include "core/error.h"

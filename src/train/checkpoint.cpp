@@ -8,7 +8,7 @@
 #include "comm/single_communicator.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 
 namespace gossamer::train {
 
@@ -74,13 +74,13 @@ TrainerState initial_trainer_state(uint64_t seed) {
 }
 
 void write_model_weights(const std::string& path, const model::Model& model, const json& config) {
-  SafetensorsWriter weights;
+  io::SafetensorsWriter weights;
   weights.set_metadata("format", "gossamer-model");
   weights.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
   weights.set_metadata("model_config", config.at("model").dump());
   const float* p = model.params().data();
   for (const model::ParamView& v : model.layout().views())
-    weights.add(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
+    weights.add(v.name, io::DType::DTYPE_F32, v.shape, p + v.offset);
   weights.write(path);
 }
 
@@ -155,11 +155,11 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
 
   write_model_weights((tmp_dir / "model.safetensors").string(), model, config);
 
-  SafetensorsWriter opt;
+  io::SafetensorsWriter opt;
   opt.set_metadata("format", "gossamer-optimizer");
   opt.set_metadata("optimizer", optimizer.name());
   for (const GatheredState& s : tensors)
-    opt.add(s.name, DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
+    opt.add(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
   opt.write((tmp_dir / "optimizer.safetensors").string());
 
   const json trainer = trainer_state_json(state, config);
@@ -206,13 +206,13 @@ std::string resolve_checkpoint(const std::string& path) {
 
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model) {
   const std::string file = (fs::path(checkpoint_dir) / "model.safetensors").string();
-  SafetensorsReader reader(file);
+  io::SafetensorsReader reader(file);
   float* p = model.params().data();
   for (const model::ParamView& v : model.layout().views()) {
     GOSSAMER_CHECK(reader.contains(v.name),
                    "%s: missing tensor %s (the checkpoint is of another model shape?)",
                    file.c_str(), v.name.c_str());
-    reader.read_into(v.name, DType::DTYPE_F32, v.shape, p + v.offset);
+    reader.read_into(v.name, io::DType::DTYPE_F32, v.shape, p + v.offset);
   }
   GOSSAMER_CHECK(reader.size() == model.layout().views().size(),
                  "%s: holds %zu tensors, the model has %zu parameters (another model shape?)",
@@ -223,7 +223,7 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
                          TrainerState& state) {
   const fs::path dir(checkpoint_dir);
   const std::string file = (dir / "optimizer.safetensors").string();
-  SafetensorsReader reader(file);
+  io::SafetensorsReader reader(file);
   const auto& meta = reader.metadata();
   auto it = meta.find("optimizer");
   GOSSAMER_CHECK(it != meta.end() && it->second == optimizer.name(),
@@ -237,7 +237,7 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
     if (s.additive_rows > 0 && saved != total && saved % s.additive_rows == 0) {
       // Per-rank rows saved at another world size: their sum goes to rank 0.
       std::vector<float> rows(saved);
-      reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(saved)}, rows.data());
+      reader.read_into(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(saved)}, rows.data());
       std::fill(s.data, s.data + s.numel, 0.0f);
       if (s.offset == 0)
         for (size_t r = 0; r < saved / s.additive_rows; ++r)
@@ -245,11 +245,11 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
       continue;
     }
     if (s.numel == total) {
-      reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(total)}, s.data);
+      reader.read_into(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(total)}, s.data);
       continue;
     }
     std::vector<float> whole(total);
-    reader.read_into(s.name, DType::DTYPE_F32, {static_cast<int64_t>(total)}, whole.data());
+    reader.read_into(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(total)}, whole.data());
     std::copy(whole.begin() + ptrdiff_t(s.offset), whole.begin() + ptrdiff_t(s.offset + s.numel),
               s.data);
   }

@@ -287,10 +287,7 @@ void RunConfig::validate(int world) const {
                  (long long)train.log_every);
   GOSSAMER_CHECK(train.sample_tokens >= 1, "train.sample_tokens: must be >= 1");
   GOSSAMER_CHECK(!train.out_dir.empty(), "train.out_dir: must not be empty");
-  GOSSAMER_CHECK(kernels.gemm == "auto" || kernels.gemm == "onednn" || kernels.gemm == "openblas",
-                 "kernels.gemm: expected \"auto\", \"onednn\" or \"openblas\", found \"%s\"",
-                 kernels.gemm.c_str());
-  GOSSAMER_CHECK(kernels.threads >= 0, "kernels.threads: must be >= 0, found %d", kernels.threads);
+  kernels.validate("kernels.");
   GOSSAMER_CHECK(metrics.peak_gflops >= 0, "metrics.peak_gflops: must be >= 0");
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kernels/cpu/cpu_setup.h"
 #include "model/model_config.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
@@ -75,18 +76,6 @@ struct TrainConfig {
   }
 };
 
-struct KernelsConfig {
-  std::string gemm = "auto";
-  int threads = 0;
-
-  template <class V>
-  void visit(V& v) {
-    v("gemm", gemm,
-      "CPU matrix-product backend: \"auto\" (fixed per-shape rule), \"onednn\" or \"openblas\"");
-    v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
-  }
-};
-
 struct MetricsConfig {
   double peak_gflops = 0;
 
@@ -104,7 +93,7 @@ struct RunConfig {
   optim::OptimizerConfig optimizer;
   optim::ScheduleConfig schedule;
   TrainConfig train;
-  KernelsConfig kernels;
+  kernels::cpu::KernelsConfig kernels;
   MetricsConfig metrics;
   optim::ParallelConfig parallel;
 

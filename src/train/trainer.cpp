@@ -1,8 +1,6 @@
 // Implementation of run_training (see trainer.h).
 #include "train/trainer.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -13,23 +11,25 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
+#include "comm/launch_env.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "eval/evaluate.h"
+#include "eval/sampler.h"
+#include "hf/import.h"
+#include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
-#include "train/evaluate.h"
 #include "train/fault_injection.h"
-#include "train/hf_import.h"
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
-#include "train/sampler.h"
 #include "train/step_telemetry.h"
 #include "train/train_step.h"
 
@@ -45,22 +45,6 @@ nlohmann::json optim_metrics_json(const optim::Optimizer& optimizer) {
   return j;
 }
 }  // namespace
-
-int ranks_on_this_node(int world) {
-  // OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, srun's SLURM_STEP_TASKS_PER_NODE or
-  // SLURM_NTASKS_PER_NODE; never more than the world (a variable inherited from a batch script).
-  const int local = comm::detect_launch_env().local_size;
-  return local > 0 ? std::min(local, world) : world;  // unknown: every rank shares this machine
-}
-
-void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node) {
-  int threads = kernels.threads;
-  if (threads == 0) threads = std::max(1, omp_get_num_procs() / std::max(1, ranks_on_node));
-  omp_set_num_threads(threads);
-  kernels::cpu::gemm_set_backend(kernels::cpu::gemm_backend_from_string(kernels.gemm));
-  log_info("cpu: %d OpenMP threads; gemm backend %s; %s", threads, kernels.gemm.c_str(),
-           kernels::cpu::gemm_describe().c_str());
-}
 
 namespace {
 
@@ -127,7 +111,7 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
   const int64_t accum = config.grad_accum_steps(world);
   const int64_t tokens_per_step = int64_t(B) * T * world * accum;
 
-  configure_cpu_kernels(config.kernels, ranks_on_this_node(world));
+  kernels::cpu::configure_cpu_kernels(config.kernels, comm::ranks_on_this_node(world));
   const kernels::OpTable& ops = kernels::cpu_ops();
 
   // Everything that can fail on input is opened before any output is written.
@@ -156,7 +140,8 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
   auto model_ptr = model::make_model(config.model, B, T, ops);
   model::Model& model = *model_ptr;
   model.init_weights(tc.seed);
-  if (!init_from.empty()) init_weights_from(init_from, model);  // shapes checked; fresh optimizer
+  if (!init_from.empty())
+    hf::init_weights_from(init_from, model);  // shapes checked; fresh optimizer
   auto optimizer =
       optim::make_optimizer(config.optimizer, config.parallel, model.layout(), ops, comm);
 
@@ -214,8 +199,8 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
   auto run_eval = [&](int64_t step) {
     if (!val_loader) return;
     Stopwatch w;
-    EvalResult r =
-        evaluate(model, *val_loader, B, tc.eval_batches, inputs.data(), targets.data(), &comm);
+    eval::EvalResult r = eval::evaluate(model, *val_loader, B, tc.eval_batches, inputs.data(),
+                                        targets.data(), &comm);
     log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
              (long long)r.tokens, w.seconds());
     if (metrics) metrics->write({{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}});
@@ -223,7 +208,8 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
   auto run_sample = [&]() {
     if (!tokenizer || rank != 0) return;
     std::vector<int32_t> prompt = {int32_t(tokenizer->document_token())};
-    auto out = generate(model, prompt, int(tc.sample_tokens), SamplingOptions{}, sample_rng);
+    auto out =
+        eval::generate(model, prompt, int(tc.sample_tokens), eval::SamplingOptions{}, sample_rng);
     std::vector<uint32_t> ids(out.begin(), out.end());
     log_info("sample: %s", tokenizer->decode(ids).c_str());
   };

@@ -12,14 +12,8 @@
 namespace gossamer::train {
 
 // init_from (optional, exclusive with resume_path): start from the weights of a checkpoint, a
-// run directory or a Hugging Face model directory (hf_import.h), with a fresh optimizer.
+// run directory or a Hugging Face model directory (hf/import.h), with a fresh optimizer.
 int run_training(RunConfig config, const std::string& resume_path,
                  const std::string& init_from = "");
-
-// Processes of this job on this machine (from the launcher's environment; world if unknown).
-int ranks_on_this_node(int world);
-
-// Applies kernels.threads and kernels.gemm to this process and logs the choice.
-void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node = 1);
 
 }  // namespace gossamer::train

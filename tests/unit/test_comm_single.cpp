@@ -16,6 +16,7 @@
 #include "comm/bf16.h"
 #include "comm/byte_accounting.h"
 #include "comm/communicator.h"
+#include "comm/launch_env.h"
 #include "comm/op_args.h"
 #include "comm/single_communicator.h"
 #include "test_util.h"

@@ -13,11 +13,11 @@
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
+#include "eval/evaluate.h"
+#include "eval/multiple_choice.h"
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "test_util.h"
-#include "train/evaluate.h"
-#include "train/multiple_choice.h"
 
 using namespace gossamer;
 using gossamer::testing::expect_error;
@@ -79,7 +79,7 @@ TEST(ChoiceReader, AcceptsHellaSwagFieldForms) {
       "\n"
       "{\"ctx_a\": \"She\", \"ctx_b\": \"then\", \"endings\": [\"x\", \"y\"], \"label\": \"1\"}\n"
       "{\"context\": \"It\", \"endings\": [\"a\", \"b\", \"c\"], \"label\": 0}\n");
-  const auto ex = train::read_choice_jsonl(path);
+  const auto ex = eval::read_choice_jsonl(path);
   ASSERT_EQ(ex.size(), 3u);
   EXPECT_EQ(ex[0].context, "A man");
   EXPECT_EQ(ex[0].endings.size(), 4u);
@@ -111,11 +111,11 @@ TEST(ChoiceReader, NamesTheBadLine) {
   };
   for (const Case& c : cases) {
     const std::string path = write_file(dir, "bad.jsonl", good + good + c.line + "\n" + good);
-    expect_error([&] { train::read_choice_jsonl(path); }, {path + ":3:", c.expected});
+    expect_error([&] { eval::read_choice_jsonl(path); }, {path + ":3:", c.expected});
   }
   const std::string empty = write_file(dir, "empty.jsonl", "\n\n");
-  expect_error([&] { train::read_choice_jsonl(empty); }, {"no examples"});
-  expect_error([&] { train::read_choice_jsonl(dir.file("missing.jsonl")); }, {"cannot open"});
+  expect_error([&] { eval::read_choice_jsonl(empty); }, {"no examples"});
+  expect_error([&] { eval::read_choice_jsonl(dir.file("missing.jsonl")); }, {"cannot open"});
 }
 
 TEST(ChoiceScorer, LogLikelihoodsEqualTheModelsCrossEntropy) {
@@ -123,8 +123,8 @@ TEST(ChoiceScorer, LogLikelihoodsEqualTheModelsCrossEntropy) {
   auto m = model::make_model(tiny_config(max_seq), 4, max_seq, kernels::cpu_ops());
   m->init_weights(7);
   ByteTokenizer tok;
-  train::ChoiceExample ex{"The cat", {"sat down", "ran", "is a very long ending here"}, 0, 1};
-  const train::ChoiceScores s = train::score_choice(*m, tok, ex);
+  eval::ChoiceExample ex{"The cat", {"sat down", "ran", "is a very long ending here"}, 0, 1};
+  const eval::ChoiceScores s = eval::score_choice(*m, tok, ex);
   ASSERT_EQ(s.sum_logprob.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     std::vector<int32_t> row = {256};
@@ -153,7 +153,7 @@ TEST(ChoiceScorer, LongContextsLoseTheirStart) {
   m->init_weights(3);
   ByteTokenizer tok;
   const std::string ctx = "abcdefghijklmnopqrstuvwxyz0123456789";
-  const train::ChoiceScores s = train::score_choice(*m, tok, {ctx, {"uv", "wxyz"}, 0, 1});
+  const eval::ChoiceScores s = eval::score_choice(*m, tok, {ctx, {"uv", "wxyz"}, 0, 1});
   // Row = last (max_seq + 1 - ending) context tokens + ending.
   for (int i = 0; i < 2; ++i) {
     const std::string end = i == 0 ? " uv" : " wxyz";
@@ -167,7 +167,7 @@ TEST(ChoiceScorer, LongContextsLoseTheirStart) {
   }
   expect_error(
       [&] {
-        train::score_choice(*m, tok, {"c", {"a", std::string(20, 'x')}, 0, 9});
+        eval::score_choice(*m, tok, {"c", {"a", std::string(20, 'x')}, 0, 9});
       },
       {"line 9", "ending 1"});
 }
@@ -177,20 +177,20 @@ TEST(ChoiceScorer, AccuracyCountsCorrectPredictions) {
   auto m = model::make_model(tiny_config(max_seq), 4, max_seq, kernels::cpu_ops());
   m->init_weights(11);
   ByteTokenizer tok;
-  std::vector<train::ChoiceExample> ex;
+  std::vector<eval::ChoiceExample> ex;
   for (int i = 0; i < 6; ++i)
     ex.push_back({"ctx " + std::to_string(i), {"aa", "bbb", "c"}, i % 3, i + 1});
   int64_t correct = 0, correct_norm = 0;
   for (const auto& e : ex) {
-    const auto s = train::score_choice(*m, tok, e);
+    const auto s = eval::score_choice(*m, tok, e);
     correct += s.pred == e.label;
     correct_norm += s.pred_norm == e.label;
   }
-  const train::ChoiceResult r = train::evaluate_choices(*m, tok, ex);
+  const eval::ChoiceResult r = eval::evaluate_choices(*m, tok, ex);
   EXPECT_EQ(r.examples, 6);
   EXPECT_EQ(r.correct, correct);
   EXPECT_EQ(r.correct_norm, correct_norm);
-  EXPECT_EQ(train::evaluate_choices(*m, tok, ex, 2).examples, 2);
+  EXPECT_EQ(eval::evaluate_choices(*m, tok, ex, 2).examples, 2);
 }
 
 TEST(Evaluate, EveryWindowOnceWithAPartialLastBatch) {
@@ -216,11 +216,11 @@ TEST(Evaluate, EveryWindowOnceWithAPartialLastBatch) {
   }
   for (int B : {1, 3, 4}) {
     data::DataLoader loader(shards, T, 0, false, 257);
-    const train::EvalResult r = train::evaluate(*m, loader, B, 0, in.data(), tg.data());
+    const eval::EvalResult r = eval::evaluate(*m, loader, B, 0, in.data(), tg.data());
     EXPECT_EQ(r.windows, 10) << "B " << B;
     EXPECT_EQ(r.tokens, 10 * T);
     EXPECT_NEAR(r.loss, ref_sum / 10, 1e-5) << "B " << B;
   }
   data::DataLoader loader(shards, T, 0, false, 257);
-  EXPECT_EQ(train::evaluate(*m, loader, 3, 2, in.data(), tg.data()).windows, 6);
+  EXPECT_EQ(eval::evaluate(*m, loader, 3, 2, in.data(), tg.data()).windows, 6);
 }

@@ -24,16 +24,16 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "core/safetensors.h"
 #include "core/sha256.h"
+#include "hf/adapter.h"
+#include "hf/export.h"
+#include "hf/hf_config.h"
+#include "hf/import.h"
+#include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
-#include "train/hf_adapter.h"
-#include "train/hf_config.h"
-#include "train/hf_export.h"
-#include "train/hf_import.h"
 #include "train/run_config.h"
 
 using namespace gossamer;
@@ -77,11 +77,11 @@ void write_text(const std::string& path, const std::string& text) {
 // binds names, dtypes, shapes and bytes but not the header's formatting or __metadata__
 // (scripts/hf_reference.py computes the same).
 std::string tensors_sha256(const std::string& path) {
-  const SafetensorsReader r(path);
+  const io::SafetensorsReader r(path);
   Sha256 h;
-  for (const TensorInfo& t : r.tensors()) {
+  for (const io::TensorInfo& t : r.tensors()) {
     const std::string s =
-        t.name + '\0' + dtype_name(t.dtype) + '\0' + shape_to_string(t.shape) + '\0';
+        t.name + '\0' + dtype_name(t.dtype) + '\0' + io::shape_to_string(t.shape) + '\0';
     h.update(s.data(), s.size());
   }
   const std::string bytes = read_file(path);
@@ -106,8 +106,8 @@ double rel_max_err(const float* ours, int Vp, const std::vector<double>& ref, in
 }
 
 void write_tokens(const std::string& path, const std::vector<int32_t>& tokens, int B, int T) {
-  SafetensorsWriter w;
-  w.add("tokens", DType::DTYPE_I32, {B, T}, tokens.data());
+  io::SafetensorsWriter w;
+  w.add("tokens", io::DType::DTYPE_I32, {B, T}, tokens.data());
   w.write(path);
 }
 
@@ -121,7 +121,7 @@ struct ParityCase {
 
 // GPT-2: the golden model of tests/assets/gpt2_golden.safetensors (make_golden_gpt2.py).
 ParityCase gpt2_parity_case() {
-  const SafetensorsReader g(assets_dir() + "/gpt2_golden.safetensors");
+  const io::SafetensorsReader g(assets_dir() + "/gpt2_golden.safetensors");
   auto meta = [&](const char* k) { return std::stoi(g.metadata(k)); };
   model::ModelConfig cfg;
   cfg.family = "gpt2";
@@ -161,17 +161,17 @@ model::ModelConfig llama_parity_config() {
 // Fills the model in HF tensor order with exactly reproducible values (integer RNG, no libm):
 // norm gains 1 + 0.2 u, everything else 0.12 u, u uniform in [-1, 1).
 void fill_in_hf_order(model::Model& m, uint64_t seed) {
-  const train::HfAdapter a = train::make_hf_adapter(m.config(), m.layout());
+  const hf::HfAdapter a = hf::make_hf_adapter(m.config(), m.layout());
   Rng rng(seed, /*stream=*/0x6866);
-  for (const train::HfTensorMap& t : a.tensors) {
-    std::vector<float> x(size_t(shape_numel(t.hf_shape)));
+  for (const hf::HfTensorMap& t : a.tensors) {
+    std::vector<float> x(size_t(io::shape_numel(t.hf_shape)));
     const bool norm =
         t.hf.find("norm") != std::string::npos || t.hf.find("ln_") != std::string::npos;
     for (float& v : x) {
       const double u = 2 * rng.uniform() - 1;
       v = float(norm ? 1 + 0.2 * u : 0.12 * u);
     }
-    train::hf_tensor_to_ours(t, m.layout().find(t.ours), x.data(), m.params().data());
+    hf::hf_tensor_to_ours(t, m.layout().find(t.ours), x.data(), m.params().data());
   }
 }
 
@@ -205,14 +205,14 @@ void check_against_asset(const char* arch, ParityCase c) {
                                ? std::getenv("GOSSAMER_HF_PARITY_EXPORT_DIR")
                                : "";
   const std::string dir = dump.empty() ? tmp / "hf" : dump + "/" + arch;
-  train::export_hf_model(*c.model, "", dir, /*force=*/true);
+  hf::export_hf_model(*c.model, "", dir, /*force=*/true);
   if (!dump.empty()) {  // scripts/make_hf_parity.sh: leave the export for the reference
     write_tokens(dump + "/" + arch + ".tokens.safetensors", c.tokens, c.B, c.T);
     GTEST_SKIP() << "dump mode: wrote " << dir;
   }
   const std::string asset = assets_dir() + "/hf_parity_" + arch + ".safetensors";
   ASSERT_TRUE(fs::exists(asset)) << asset << " missing: run scripts/make_hf_parity.sh";
-  const SafetensorsReader ref(asset);
+  const io::SafetensorsReader ref(asset);
   const char* regen =
       " (the export changed: if intended, regenerate with scripts/make_hf_parity.sh)";
   ASSERT_EQ(sha256_file_hex(dir + "/config.json"), ref.metadata("config_sha256"))
@@ -234,13 +234,13 @@ bool python_has_torch() {
 // Exports the case, runs scripts/hf_reference.py on the export, compares.
 double live_reference_error(ParityCase c) {
   TmpDir tmp;
-  train::export_hf_model(*c.model, "", tmp / "hf", false);
+  hf::export_hf_model(*c.model, "", tmp / "hf", false);
   write_tokens(tmp / "tokens.safetensors", c.tokens, c.B, c.T);
   const std::string cmd = "/usr/bin/python3 " GOSSAMER_SOURCE_DIR "/scripts/hf_reference.py '" +
                           (tmp / "hf") + "' --tokens-file '" + (tmp / "tokens.safetensors") +
                           "' --out '" + (tmp / "ref.safetensors") + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  const SafetensorsReader ref(tmp / "ref.safetensors");
+  const io::SafetensorsReader ref(tmp / "ref.safetensors");
   EXPECT_EQ(ref.metadata("tensors_sha256"), tensors_sha256(tmp / "hf/model.safetensors"));
   return parity_error(c, ref.read_as<double>("logits", {c.B, c.T, c.model->config().vocab_size}));
 }
@@ -273,24 +273,24 @@ std::string make_run(const TmpDir& tmp, const model::ModelConfig& cfg, uint64_t 
 // to drop) and adding `extra` tensors (F32).
 void rewrite_hf(const std::string& src, const std::string& dst,
                 const std::function<std::string(const std::string&)>& edit,
-                const std::vector<std::pair<std::string, const TensorInfo*>>& extra = {},
-                std::optional<DType> as = std::nullopt) {
+                const std::vector<std::pair<std::string, const io::TensorInfo*>>& extra = {},
+                std::optional<io::DType> as = std::nullopt) {
   fs::create_directories(dst);
   for (const auto& e : fs::directory_iterator(src))
     if (e.path().filename() != "model.safetensors")
       fs::copy_file(e.path(), fs::path(dst) / e.path().filename(),
                     fs::copy_options::overwrite_existing);
-  const SafetensorsReader r(src + "/model.safetensors");
-  SafetensorsWriter w;
+  const io::SafetensorsReader r(src + "/model.safetensors");
+  io::SafetensorsWriter w;
   std::vector<std::vector<uint16_t>> bf16;
-  for (const TensorInfo& t : r.tensors()) {
+  for (const io::TensorInfo& t : r.tensors()) {
     const std::string name = edit(t.name);
     if (name.empty()) continue;
-    if (as == DType::DTYPE_BF16) {  // truncation: exact for values already representable
+    if (as == io::DType::DTYPE_BF16) {  // truncation: exact for values already representable
       const auto* f = static_cast<const uint32_t*>(r.data(t.name));
       bf16.emplace_back(size_t(t.numel()));
       for (size_t i = 0; i < bf16.back().size(); ++i) bf16.back()[i] = uint16_t(f[i] >> 16);
-      w.add(name, DType::DTYPE_BF16, t.shape, bf16.back().data());
+      w.add(name, io::DType::DTYPE_BF16, t.shape, bf16.back().data());
     } else {
       w.add(name, t.dtype, t.shape, r.data(t.name));
     }
@@ -332,7 +332,7 @@ TEST(HfParity, LlamaExportMatchesCommittedReference) {
 TEST(HfParity, Gpt2ReferenceAgreesWithGoldenReference) {
   const std::string asset = assets_dir() + "/hf_parity_gpt2.safetensors";
   if (!fs::exists(asset)) GTEST_SKIP() << "SKIPPED: " << asset << " missing";
-  const SafetensorsReader hf(asset), golden(assets_dir() + "/gpt2_golden.safetensors");
+  const io::SafetensorsReader hf(asset), golden(assets_dir() + "/gpt2_golden.safetensors");
   const auto a = hf.read_as<double>("logits"), b = golden.read_as<double>("logits");
   ASSERT_EQ(a.size(), b.size());
   double num = 0, den = 0;
@@ -366,15 +366,15 @@ TEST(HfRoundTrip, ExportThenImportIsBitIdentical) {
     SCOPED_TRACE(family);
     TmpDir tmp;
     const std::string run = make_run(tmp, small_config(family), 17);
-    train::HfExportOptions opt;
+    hf::HfExportOptions opt;
     opt.no_tokenizer = true;
-    train::export_hf(run, tmp / "hf", opt);
-    train::import_hf(tmp / "hf", tmp / "ckpt", false);
+    hf::export_hf(run, tmp / "hf", opt);
+    hf::import_hf(tmp / "hf", tmp / "ckpt", false);
     // The imported checkpoint's weights file is byte for byte the original one.
     EXPECT_EQ(read_file(run + "/checkpoints/step_00000000/model.safetensors"),
               read_file(tmp / "ckpt/model.safetensors"));
     // And exporting the imported checkpoint gives the same HF directory.
-    train::export_hf(tmp / "ckpt", tmp / "hf2", opt);
+    hf::export_hf(tmp / "ckpt", tmp / "hf2", opt);
     for (const char* f : {"model.safetensors", "config.json", "generation_config.json"})
       EXPECT_EQ(read_file(tmp / "hf/" + f), read_file(tmp / "hf2/" + f)) << f;
     EXPECT_TRUE(hidden_entries(tmp.path).empty());
@@ -386,17 +386,17 @@ TEST(HfRoundTrip, ImportWithoutGossamerMetadataAndFromBaseModelFiles) {
   TmpDir tmp;
   auto m = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
   m->init_weights(3);
-  train::export_hf_model(*m, "", tmp / "hf", false);
+  hf::export_hf_model(*m, "", tmp / "hf", false);
   // As openai-community/gpt2 ships it: no "transformer." prefix, an attention-mask buffer
   // (".attn.bias", ignored), an explicit lm_head.weight equal to wte, no __metadata__.
-  const SafetensorsReader r(tmp / "hf/model.safetensors");
-  const TensorInfo& wte = r.info("transformer.wte.weight");
-  TensorInfo mask = r.info("transformer.h.0.attn.c_attn.bias");  // any tensor as a stand-in
+  const io::SafetensorsReader r(tmp / "hf/model.safetensors");
+  const io::TensorInfo& wte = r.info("transformer.wte.weight");
+  io::TensorInfo mask = r.info("transformer.h.0.attn.c_attn.bias");  // any tensor as a stand-in
   rewrite_hf(tmp / "hf", tmp / "base",
              [](const std::string& n) { return n.substr(std::string("transformer.").size()); },
              {{"lm_head.weight", &wte}, {"h.0.attn.bias", &mask}});
   auto m2 = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
-  train::load_hf_weights(tmp / "base", train::read_hf_model_spec(tmp / "base"), *m2);
+  hf::load_hf_weights(tmp / "base", hf::read_hf_model_spec(tmp / "base"), *m2);
   EXPECT_EQ(
       0, std::memcmp(m->params().data(), m2->params().data(), m->params().size() * sizeof(float)));
 }
@@ -411,11 +411,11 @@ TEST(HfRoundTrip, Bf16WeightsAreConverted) {
     u &= 0xffff0000u;
     std::memcpy(&x, &u, 4);
   }
-  train::export_hf_model(*m, "", tmp / "hf", false);
+  hf::export_hf_model(*m, "", tmp / "hf", false);
   rewrite_hf(
-      tmp / "hf", tmp / "bf16", [](const std::string& n) { return n; }, {}, DType::DTYPE_BF16);
+      tmp / "hf", tmp / "bf16", [](const std::string& n) { return n; }, {}, io::DType::DTYPE_BF16);
   auto m2 = model::make_model(small_config("llama"), 1, 1, kernels::cpu_ops());
-  train::init_weights_from(tmp / "bf16", *m2);
+  hf::init_weights_from(tmp / "bf16", *m2);
   EXPECT_EQ(
       0, std::memcmp(m->params().data(), m2->params().data(), m->params().size() * sizeof(float)));
 }
@@ -425,14 +425,14 @@ TEST(HfRoundTrip, TiedLlamaHeadIsCopiedFromTheEmbedding) {
   TmpDir tmp;
   auto m = model::make_model(small_config("llama"), 1, 1, kernels::cpu_ops());
   m->init_weights(5);
-  train::export_hf_model(*m, "", tmp / "hf", false);
+  hf::export_hf_model(*m, "", tmp / "hf", false);
   rewrite_hf(tmp / "hf", tmp / "tied",
              [](const std::string& n) { return n == "lm_head.weight" ? "" : n; });
   json c = json::parse(read_file(tmp / "tied/config.json"));
   c["tie_word_embeddings"] = true;
   write_text(tmp / "tied/config.json", c.dump());
   auto m2 = model::make_model(small_config("llama"), 1, 1, kernels::cpu_ops());
-  train::init_weights_from(tmp / "tied", *m2);
+  hf::init_weights_from(tmp / "tied", *m2);
   const model::ParamView &wte = m2->layout().find("wte"),
                          &head = m2->layout().find("lm_head.weight");
   ASSERT_EQ(wte.numel, head.numel);
@@ -447,14 +447,14 @@ TEST(HfRoundTrip, ShardedSafetensors) {
   TmpDir tmp;
   auto m = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
   m->init_weights(6);
-  train::export_hf_model(*m, "", tmp / "hf", false);
+  hf::export_hf_model(*m, "", tmp / "hf", false);
   fs::create_directories(tmp / "sharded");
   fs::copy_file(tmp / "hf/config.json", tmp / "sharded/config.json");
-  const SafetensorsReader r(tmp / "hf/model.safetensors");
-  SafetensorsWriter w[2];
+  const io::SafetensorsReader r(tmp / "hf/model.safetensors");
+  io::SafetensorsWriter w[2];
   json map = json::object();
   for (size_t i = 0; i < r.tensors().size(); ++i) {
-    const TensorInfo& t = r.tensors()[i];
+    const io::TensorInfo& t = r.tensors()[i];
     const int part = i % 2;
     w[part].add(t.name, t.dtype, t.shape, r.data(t.name));
     map[t.name] = strprintf("model-%05d-of-00002.safetensors", part + 1);
@@ -464,14 +464,14 @@ TEST(HfRoundTrip, ShardedSafetensors) {
   write_text(tmp / "sharded/model.safetensors.index.json",
              json{{"metadata", json::object()}, {"weight_map", map}}.dump());
   auto m2 = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
-  train::init_weights_from(tmp / "sharded", *m2);
+  hf::init_weights_from(tmp / "sharded", *m2);
   EXPECT_EQ(
       0, std::memcmp(m->params().data(), m2->params().data(), m->params().size() * sizeof(float)));
   // An index that names the wrong shard is an error naming the index and the tensor.
   map["transformer.wte.weight"] = "model-00002-of-00002.safetensors";
   write_text(tmp / "sharded/model.safetensors.index.json", json{{"weight_map", map}}.dump());
   EXPECT_NE(error_of([&] {
-              train::init_weights_from(tmp / "sharded", *m2);
+              hf::init_weights_from(tmp / "sharded", *m2);
             }).find("weight_map names tensor 'transformer.wte.weight'"),
             std::string::npos);
 }
@@ -481,29 +481,29 @@ TEST(HfRoundTrip, ShardedSafetensors) {
 TEST(HfAdapter, CoversEveryParameterWithTheDocumentedLayouts) {
   for (const char* family : {"gpt2", "llama"}) {
     auto m = model::make_model(small_config(family), 1, 1, kernels::cpu_ops());
-    const train::HfAdapter a = train::make_hf_adapter(m->config(), m->layout());
+    const hf::HfAdapter a = hf::make_hf_adapter(m->config(), m->layout());
     EXPECT_EQ(a.tensors.size(), m->layout().views().size()) << family;
   }
   auto g = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
-  const train::HfAdapter a = train::make_hf_adapter(g->config(), g->layout());
-  for (const train::HfTensorMap& t : a.tensors) {
+  const hf::HfAdapter a = hf::make_hf_adapter(g->config(), g->layout());
+  for (const hf::HfTensorMap& t : a.tensors) {
     if (t.hf == "transformer.h.1.attn.c_attn.weight") {
       EXPECT_EQ(t.ours, "blocks.1.attn.qkv.weight");
-      EXPECT_EQ(t.transform, train::HfTransform::HF_TRANSFORM_TRANSPOSE);
-      EXPECT_EQ(t.hf_shape, (Shape{64, 192}));  // Conv1D (in, out)
+      EXPECT_EQ(t.transform, hf::HfTransform::HF_TRANSFORM_TRANSPOSE);
+      EXPECT_EQ(t.hf_shape, (io::Shape{64, 192}));  // Conv1D (in, out)
     }
     if (t.hf == "transformer.wte.weight") {
-      EXPECT_EQ(t.hf_shape, (Shape{1000, 64}));  // vocab_size rows, not padded_vocab
+      EXPECT_EQ(t.hf_shape, (io::Shape{1000, 64}));  // vocab_size rows, not padded_vocab
     }
   }
   // Transposition is done right (a Conv1D weight W_hf satisfies W_hf[i][o] = ours[o][i]).
   const model::ParamView& v = g->layout().find("blocks.0.mlp.fc.weight");
   for (size_t i = 0; i < v.numel; ++i) g->params()[v.offset + i] = float(i);
   std::vector<float> scratch;
-  const train::HfTensorMap* fc = nullptr;
+  const hf::HfTensorMap* fc = nullptr;
   for (const auto& t : a.tensors)
     if (t.ours == v.name) fc = &t;
-  const float* hf = train::hf_tensor_from_ours(*fc, v, g->params().data(), scratch);
+  const float* hf = hf::hf_tensor_from_ours(*fc, v, g->params().data(), scratch);
   const int64_t F = v.shape[0], C = v.shape[1];
   EXPECT_EQ(hf[3 * F + 5], float(5 * C + 3));
 }
@@ -512,13 +512,13 @@ TEST(HfConfig, RoundTripsThroughConfigJson) {
   for (const char* family : {"gpt2", "llama"}) {
     const model::ModelConfig cfg =
         family == std::string("llama") ? llama_parity_config() : small_config(family);
-    const json j = json::parse(train::hf_config_json(cfg, {}).dump());
-    const train::HfModelSpec s = train::hf_model_spec_from_json(j, "config.json");
-    EXPECT_EQ(train::model_config_difference(s.config, cfg), "") << family;
+    const json j = json::parse(hf::hf_config_json(cfg, {}).dump());
+    const hf::HfModelSpec s = hf::hf_model_spec_from_json(j, "config.json");
+    EXPECT_EQ(hf::model_config_difference(s.config, cfg), "") << family;
     EXPECT_EQ(s.config.init_std, cfg.init_std);
   }
   // transformers' defaults for absent keys: LlamaConfig's rms_norm_eps is 1e-6.
-  const auto s = train::hf_model_spec_from_json(
+  const auto s = hf::hf_model_spec_from_json(
       json::parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                      "num_hidden_layers": 1, "intermediate_size": 96, "vocab_size": 10})"),
       "c.json");
@@ -529,7 +529,7 @@ TEST(HfConfig, RoundTripsThroughConfigJson) {
 
 TEST(HfConfig, RejectsWhatOurModelsCannotComputeNamingTheKey) {
   auto err = [](const std::string& text) {
-    return error_of([&] { train::hf_model_spec_from_json(json::parse(text), "x/config.json"); });
+    return error_of([&] { hf::hf_model_spec_from_json(json::parse(text), "x/config.json"); });
   };
   EXPECT_NE(err(R"({"model_type": "bert"})").find("x/config.json: \"model_type\" is \"bert\""),
             std::string::npos);
@@ -564,11 +564,11 @@ struct BadInput : ::testing::Test {
     auto m = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
     m->init_weights(9);
     hf = tmp / "hf";
-    train::export_hf_model(*m, "", hf, false);
+    hf::export_hf_model(*m, "", hf, false);
   }
   // import must fail with `pattern` in the message and leave nothing behind
   void expect_import_error(const std::string& dir, const std::string& pattern) {
-    const std::string e = error_of([&] { train::import_hf(dir, tmp / "out", false); });
+    const std::string e = error_of([&] { hf::import_hf(dir, tmp / "out", false); });
     EXPECT_NE(e.find(pattern), std::string::npos) << "message: " << e;
     EXPECT_FALSE(fs::exists(tmp / "out"));
     EXPECT_TRUE(hidden_entries(tmp.path).empty());
@@ -598,8 +598,8 @@ TEST_F(BadInput, MissingTensor) {
 }
 
 TEST_F(BadInput, UnexpectedTensor) {
-  const SafetensorsReader r(hf + "/model.safetensors");
-  const TensorInfo& t = r.info("transformer.ln_f.bias");
+  const io::SafetensorsReader r(hf + "/model.safetensors");
+  const io::TensorInfo& t = r.info("transformer.ln_f.bias");
   rewrite_hf(hf, tmp / "extra", [](const std::string& n) { return n; },
              {{"transformer.h.7.ln_1.bias", &t}});
   expect_import_error(tmp / "extra", "unexpected tensor 'transformer.h.7.ln_1.bias'");
@@ -615,20 +615,20 @@ TEST_F(BadInput, ShapeMismatchAgainstConfigJson) {
 }
 
 TEST_F(BadInput, TiedHeadThatDiffers) {
-  const SafetensorsReader r(hf + "/model.safetensors");
-  const TensorInfo& wte = r.info("transformer.wte.weight");
+  const io::SafetensorsReader r(hf + "/model.safetensors");
+  const io::TensorInfo& wte = r.info("transformer.wte.weight");
   rewrite_hf(hf, tmp / "tied", [](const std::string& n) { return n; }, {{"lm_head.weight", &wte}});
-  train::load_hf_weights(tmp / "tied", train::read_hf_model_spec(tmp / "tied"),
-                         *model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops()));
+  hf::load_hf_weights(tmp / "tied", hf::read_hf_model_spec(tmp / "tied"),
+                      *model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops()));
   // Change one element of the (otherwise equal) lm_head.weight.
   std::string bytes = read_file(tmp / "tied/model.safetensors");
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  bytes[8 + n + SafetensorsReader(tmp / "tied/model.safetensors").info("lm_head.weight").begin] ^=
-      1;
+  bytes[8 + n +
+        io::SafetensorsReader(tmp / "tied/model.safetensors").info("lm_head.weight").begin] ^= 1;
   write_text(tmp / "tied/model.safetensors", bytes);
   expect_import_error(tmp / "tied", "'lm_head.weight' differs from 'transformer.wte.weight'");
-  const TensorInfo& wpe = r.info("transformer.wpe.weight");
+  const io::TensorInfo& wpe = r.info("transformer.wpe.weight");
   rewrite_hf(hf, tmp / "tied2", [](const std::string& n) { return n; }, {{"lm_head.weight", &wpe}});
   expect_import_error(tmp / "tied2", "'lm_head.weight' has shape");
 }
@@ -664,26 +664,26 @@ TEST_F(BadInput, OutputDirectories) {
   write_text(tmp / "busy/notes.txt", "mine");
   auto m = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
   EXPECT_NE(error_of([&] {
-              train::export_hf_model(*m, "", tmp / "busy", false);
+              hf::export_hf_model(*m, "", tmp / "busy", false);
             }).find("exists and is not empty (use --force"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              train::export_hf_model(*m, "", tmp / "busy", true);
+              hf::export_hf_model(*m, "", tmp / "busy", true);
             }).find("holds no config.json"),
             std::string::npos);
   EXPECT_EQ(read_file(tmp / "busy/notes.txt"), "mine");
   // Unwritable: a path below a regular file.
   EXPECT_NE(error_of([&] {
-              train::export_hf_model(*m, "", tmp / "busy/notes.txt/hf", false);
+              hf::export_hf_model(*m, "", tmp / "busy/notes.txt/hf", false);
             }).find("cannot create directory"),
             std::string::npos);
   // --force replaces an earlier export.
-  train::export_hf_model(*m, "", hf, true);
+  hf::export_hf_model(*m, "", hf, true);
   EXPECT_TRUE(fs::exists(hf + "/model.safetensors"));
   EXPECT_TRUE(hidden_entries(tmp.path).empty());
   // A bad tokenizer is found before anything is written.
   EXPECT_NE(error_of([&] {
-              train::export_hf_model(*m, "spm:" + (tmp / "nope.model"), tmp / "t", false);
+              hf::export_hf_model(*m, "spm:" + (tmp / "nope.model"), tmp / "t", false);
             }).find("nope.model"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(tmp / "t"));
@@ -693,6 +693,6 @@ TEST_F(BadInput, InitFromAnotherModel) {
   model::ModelConfig other = small_config("gpt2");
   other.n_layer = 3;
   auto m = model::make_model(other, 1, 1, kernels::cpu_ops());
-  EXPECT_NE(error_of([&] { train::init_weights_from(hf, *m); }).find("n_layer: 2 vs 3"),
+  EXPECT_NE(error_of([&] { hf::init_weights_from(hf, *m); }).find("n_layer: 2 vs 3"),
             std::string::npos);
 }

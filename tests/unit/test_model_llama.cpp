@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/llama.h"
 #include "optim/optimizer.h"
@@ -28,15 +28,15 @@ std::string golden_path() {
   return std::string(dir ? dir : GOSSAMER_SOURCE_DIR "/tests/assets") + "/llama_golden.safetensors";
 }
 
-int meta_int(const SafetensorsReader& r, const char* key) {
+int meta_int(const io::SafetensorsReader& r, const char* key) {
   return std::stoi(r.metadata(key));
 }
-double meta_double(const SafetensorsReader& r, const char* key) {
+double meta_double(const io::SafetensorsReader& r, const char* key) {
   return std::stod(r.metadata(key));
 }
 
 struct Golden {
-  SafetensorsReader reader{golden_path()};
+  io::SafetensorsReader reader{golden_path()};
   model::ModelConfig cfg;
   int B = 0, T = 0;
   std::vector<int32_t> tokens, targets;

@@ -1,8 +1,8 @@
-// Tests of core/safetensors: round trips over dtypes and shapes (0-d and empty included),
+// Tests of io/safetensors: round trips over dtypes and shapes (0-d and empty included),
 // metadata, byte-exact layout against the format spec (as the reference implementation writes
 // it), every validation error (each must name the file and the tensor), atomic writes, and
 // that the GPT-2 golden asset (scripts/make_golden_gpt2.py) loads with the expected tensors.
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "test_util.h"
 
-namespace gossamer {
+namespace gossamer::io {
 namespace {
 
 using gossamer::testing::TempDir;
@@ -700,4 +700,4 @@ TEST(Safetensors, Gpt2GoldenAssetLoads) {
 }
 
 }  // namespace
-}  // namespace gossamer
+}  // namespace gossamer::io

@@ -6,26 +6,26 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "train/sampler.h"
+#include "eval/sampler.h"
 
 using namespace gossamer;
 
 TEST(Sampler, GreedyIsArgmax) {
   const float logits[5] = {0.1f, 3.0f, -1.0f, 2.9f, 0.0f};
   Rng rng(1);
-  EXPECT_EQ(train::sample_token(logits, 5, {0.0, 0, 1.0}, rng), 1);
+  EXPECT_EQ(eval::sample_token(logits, 5, {0.0, 0, 1.0}, rng), 1);
 }
 
 TEST(Sampler, TopKAndTopPRestrictTheCandidates) {
   const float logits[6] = {1.0f, 4.0f, 3.9f, 0.5f, 3.8f, -2.0f};
   Rng rng(2);
   for (int i = 0; i < 2000; ++i) {
-    const int t = train::sample_token(logits, 6, {1.0, 2, 1.0}, rng);
+    const int t = eval::sample_token(logits, 6, {1.0, 2, 1.0}, rng);
     ASSERT_TRUE(t == 1 || t == 2) << t;
   }
   // Probabilities ~ (0.02, 0.36, 0.33, 0.01, 0.30, 0.00): top_p 0.5 keeps tokens 1 and 2.
   for (int i = 0; i < 2000; ++i) {
-    const int t = train::sample_token(logits, 6, {1.0, 0, 0.5}, rng);
+    const int t = eval::sample_token(logits, 6, {1.0, 0, 0.5}, rng);
     ASSERT_TRUE(t == 1 || t == 2) << t;
   }
 }
@@ -36,8 +36,8 @@ TEST(Sampler, FrequenciesFollowTheSoftmaxAndSeedsReproduce) {
   int counts[3] = {};
   const int n = 40000;
   for (int i = 0; i < n; ++i) {
-    const int t = train::sample_token(logits, 3, {}, a);
-    ASSERT_EQ(t, train::sample_token(logits, 3, {}, b));
+    const int t = eval::sample_token(logits, 3, {}, a);
+    ASSERT_EQ(t, eval::sample_token(logits, 3, {}, b));
     ++counts[t];
   }
   EXPECT_NEAR(counts[0] / double(n), 0.125, 0.01);

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "sweep/runner.h"
+#include "sweep/spec.h"
+#include "sweep/summary.h"
 #include "test_util.h"
-#include "train/sweep_run.h"
-#include "train/sweep_spec.h"
-#include "train/sweep_summary.h"
 
 using namespace gossamer;
 using gossamer::testing::expect_error;
@@ -27,13 +27,13 @@ namespace fs = std::filesystem;
 namespace {
 
 // A sweep over an inline base config (4 steps) from JSON text; `out` defaults to "o".
-train::SweepSpec sweep(const std::string& text, const std::string& out = "o") {
+sweep::SweepSpec make_sweep(const std::string& text, const std::string& out = "o") {
   ordered_json j = ordered_json::parse(text);
   if (!j.contains("base")) j["base"] = {{"train", {{"steps", 4}}}};
-  return train::parse_sweep(j, "s.json", ".", "s", out);
+  return sweep::parse_sweep(j, "s.json", ".", "s", out);
 }
 
-std::vector<std::string> names(const train::SweepSpec& s) {
+std::vector<std::string> names(const sweep::SweepSpec& s) {
   std::vector<std::string> out;
   for (const auto& p : s.points) out.push_back(p.name);
   return out;
@@ -57,7 +57,7 @@ std::string metrics_line(int step, double loss, int64_t bytes, double t) {
 }  // namespace
 
 TEST(Sweep, GridIsACartesianProductFirstKeySlowest) {
-  auto s = sweep(R"({"grid": {"optimizer.lr": [1e-3, 3e-3], "train.seed": [1, 2, 3]}})");
+  auto s = make_sweep(R"({"grid": {"optimizer.lr": [1e-3, 3e-3], "train.seed": [1, 2, 3]}})");
   EXPECT_EQ(names(s),
             (std::vector<std::string>{"lr=0.001,seed=1", "lr=0.001,seed=2", "lr=0.001,seed=3",
                                       "lr=0.003,seed=1", "lr=0.003,seed=2", "lr=0.003,seed=3"}));
@@ -73,7 +73,7 @@ TEST(Sweep, GridIsACartesianProductFirstKeySlowest) {
 }
 
 TEST(Sweep, PointsAreOuterGridInnerAndNamesAreGivenOrDerived) {
-  auto s = sweep(R"({"points": [{"name": "base"}, {"set": {"optimizer.name": "adams"}}],
+  auto s = make_sweep(R"({"points": [{"name": "base"}, {"set": {"optimizer.name": "adams"}}],
                      "grid": {"optimizer.lr": [1e-3, 2e-3]}})");
   EXPECT_EQ(names(s), (std::vector<std::string>{"base,lr=0.001", "base,lr=0.002",
                                                 "name=adams,lr=0.001", "name=adams,lr=0.002"}));
@@ -81,11 +81,11 @@ TEST(Sweep, PointsAreOuterGridInnerAndNamesAreGivenOrDerived) {
   EXPECT_EQ(s.points[0].config["optimizer"]["name"], "adamw");  // the base's default
   EXPECT_EQ(s.points[3].config["optimizer"]["name"], "adams");
   // Without grid and points there is one point, "base".
-  EXPECT_EQ(names(sweep("{}")), (std::vector<std::string>{"base"}));
+  EXPECT_EQ(names(make_sweep("{}")), (std::vector<std::string>{"base"}));
 }
 
 TEST(Sweep, SetAppliesToAllPointsAndPointsOverrideIt) {
-  auto s = sweep(R"({"set": {"train.steps": 7, "optimizer.lr": 0.5},
+  auto s = make_sweep(R"({"set": {"train.steps": 7, "optimizer.lr": 0.5},
                      "points": [{"name": "a"}, {"name": "b", "set": {"optimizer.lr": 0.25}}]})");
   EXPECT_EQ(s.points[0].steps, 7);
   EXPECT_DOUBLE_EQ(s.points[0].config["optimizer"]["lr"].get<double>(), 0.5);
@@ -93,68 +93,72 @@ TEST(Sweep, SetAppliesToAllPointsAndPointsOverrideIt) {
 }
 
 TEST(Sweep, NamesAreSanitisedDirectoryNames) {
-  EXPECT_EQ(train::sanitize_point_name("data/web/x_*.bin"), "data_web_x__.bin");
-  EXPECT_EQ(train::sanitize_point_name("lr=1e-05,name=a b"), "lr=1e-05,name=a_b");
-  auto s = sweep(R"({"grid": {"data.val": ["", "v/*.bin"]}})");
+  EXPECT_EQ(sweep::sanitize_point_name("data/web/x_*.bin"), "data_web_x__.bin");
+  EXPECT_EQ(sweep::sanitize_point_name("lr=1e-05,name=a b"), "lr=1e-05,name=a_b");
+  auto s = make_sweep(R"({"grid": {"data.val": ["", "v/*.bin"]}})");
   EXPECT_EQ(names(s), (std::vector<std::string>{"val=", "val=v__.bin"}));
-  expect_error([] { sweep(R"({"points": [{"name": "a/b"}]})"); },
+  expect_error([] { make_sweep(R"({"points": [{"name": "a/b"}]})"); },
                {"s.json: points[0].name: \"a/b\" is not a directory name"});
-  expect_error([] { sweep(R"({"points": [{"name": "summary.csv"}]})"); },
+  expect_error([] { make_sweep(R"({"points": [{"name": "summary.csv"}]})"); },
                {"points[0].name", "a file the sweep writes"});
-  expect_error([] { sweep(R"({"points": [{"name": "x"}, {"name": "x"}]})"); },
+  expect_error([] { make_sweep(R"({"points": [{"name": "x"}, {"name": "x"}]})"); },
                {"s.json: points[1]: point name \"x\" is already used by points[0]"});
-  expect_error([] { sweep(R"({"grid": {"optimizer.lr": [1e-3, 0.001]}})"); },
+  expect_error([] { make_sweep(R"({"grid": {"optimizer.lr": [1e-3, 0.001]}})"); },
                {"grid lr=0.001: point name \"lr=0.001\" is already used by grid lr=0.001"});
 }
 
 TEST(Sweep, UnknownKeysAreErrorsNamingThePath) {
-  expect_error([] { sweep(R"({"grdi": {}})"); }, {"s.json: grdi: unknown key (keys: name, base"});
-  expect_error([] { sweep(R"({"points": [{"name": "a", "sett": {}}]})"); },
+  expect_error([] { make_sweep(R"({"grdi": {}})"); },
+               {"s.json: grdi: unknown key (keys: name, base"});
+  expect_error([] { make_sweep(R"({"points": [{"name": "a", "sett": {}}]})"); },
                {"s.json: points[0].sett: unknown key (keys of points[0]: name, set)"});
-  expect_error([] { sweep(R"({"launcher": {"kind": "mpirun", "np": 2}})"); },
+  expect_error([] { make_sweep(R"({"launcher": {"kind": "mpirun", "np": 2}})"); },
                {"launcher.np: unknown key"});
-  expect_error([] { sweep(R"({"set": {"optimizer.lrr": 1}})"); },
+  expect_error([] { make_sweep(R"({"set": {"optimizer.lrr": 1}})"); },
                {"s.json: set.optimizer.lrr: unknown config key (keys of optimizer:", "lr"});
-  expect_error([] { sweep(R"({"grid": {"optimzer.lr": [1]}})"); },
+  expect_error([] { make_sweep(R"({"grid": {"optimzer.lr": [1]}})"); },
                {"s.json: grid.optimzer.lr: unknown config section \"optimzer\""});
-  expect_error([] { sweep(R"({"points": [{"set": {"lr": 1}}]})"); },
+  expect_error([] { make_sweep(R"({"points": [{"set": {"lr": 1}}]})"); },
                {"points[0].set.lr: expected a config key SECTION.KEY"});
-  expect_error([] { sweep(R"({"set": {"train.out_dir": "x"}})"); },
+  expect_error([] { make_sweep(R"({"set": {"train.out_dir": "x"}})"); },
                {"set.train.out_dir: the sweep sets train.out_dir itself"});
 }
 
 TEST(Sweep, BadValuesNameThePointAndKey) {
-  expect_error([] { sweep(R"({"grid": {"optimizer.lr": [1e-3, "fast"]}})"); },
+  expect_error([] { make_sweep(R"({"grid": {"optimizer.lr": [1e-3, "fast"]}})"); },
                {"s.json: point lr=fast: optimizer.lr: expected a number, found string"});
-  expect_error([] { sweep(R"({"points": [{"name": "x", "set": {"data.seq_len": 100000}}]})"); },
-               {"s.json: point x: data.seq_len: must lie in"});
-  expect_error([] { sweep(R"({"grid": {"optimizer.lr": []}})"); },
+  expect_error(
+      [] { make_sweep(R"({"points": [{"name": "x", "set": {"data.seq_len": 100000}}]})"); },
+      {"s.json: point x: data.seq_len: must lie in"});
+  expect_error([] { make_sweep(R"({"grid": {"optimizer.lr": []}})"); },
                {"grid.optimizer.lr: expected a non-empty array"});
-  expect_error([] { sweep(R"({"grid": {"optimizer.lr": [[1]]}})"); },
+  expect_error([] { make_sweep(R"({"grid": {"optimizer.lr": [[1]]}})"); },
                {"grid.optimizer.lr[0]: expected a value"});
-  expect_error([] { sweep(R"({"set": {"optimizer.lr": {"a": 1}}})"); },
+  expect_error([] { make_sweep(R"({"set": {"optimizer.lr": {"a": 1}}})"); },
                {"set.optimizer.lr: expected a value"});
   expect_error(
-      [] { sweep(R"({"points": [{"set": {"optimizer.lr": 1}}], "grid": {"optimizer.lr": [2]}})"); },
+      [] {
+        make_sweep(R"({"points": [{"set": {"optimizer.lr": 1}}], "grid": {"optimizer.lr": [2]}})");
+      },
       {"points[0].set.optimizer.lr: also a grid key"});
-  expect_error([] { sweep(R"({"points": [{"name": "a"}], "reference": "b"})"); },
+  expect_error([] { make_sweep(R"({"points": [{"name": "a"}], "reference": "b"})"); },
                {"reference: no point is named \"b\" (points: a)"});
   // The base itself is parsed strictly, naming it.
-  expect_error([] { sweep(R"({"base": {"trian": {}}})"); },
+  expect_error([] { make_sweep(R"({"base": {"trian": {}}})"); },
                {"s.json: base: trian: unknown section"});
 }
 
 TEST(Sweep, LauncherIsValidatedAndRanksReachValidation) {
-  auto s = sweep(R"({"launcher": {"kind": "mpirun", "ranks": 2, "args": ["-x", "A=1"]}})");
-  EXPECT_EQ(s.launcher.kind, train::SweepLauncherKind::MPIRUN);
+  auto s = make_sweep(R"({"launcher": {"kind": "mpirun", "ranks": 2, "args": ["-x", "A=1"]}})");
+  EXPECT_EQ(s.launcher.kind, sweep::SweepLauncherKind::MPIRUN);
   EXPECT_EQ(s.launcher.ranks, 2);
   EXPECT_EQ(s.launcher.args, (std::vector<std::string>{"-x", "A=1"}));
-  expect_error([] { sweep(R"({"launcher": {"kind": "pbs"}})"); },
+  expect_error([] { make_sweep(R"({"launcher": {"kind": "pbs"}})"); },
                {"launcher.kind: expected \"plain\", \"mpirun\" or \"slurm\""});
-  expect_error([] { sweep(R"({"launcher": {"ranks": 2}})"); }, {"launcher: kind \"plain\""});
-  expect_error([] { sweep(R"({"launcher": {"kind": "mpirun", "ranks": 0}})"); },
+  expect_error([] { make_sweep(R"({"launcher": {"ranks": 2}})"); }, {"launcher: kind \"plain\""});
+  expect_error([] { make_sweep(R"({"launcher": {"kind": "mpirun", "ranks": 0}})"); },
                {"launcher.ranks: expected an integer >= 1"});
-  expect_error([] { sweep(R"({"launcher": {"kind": "mpirun", "sbatch": ["-p x"]}})"); },
+  expect_error([] { make_sweep(R"({"launcher": {"kind": "mpirun", "sbatch": ["-p x"]}})"); },
                {"launcher.sbatch: only for kind \"slurm\""});
   // 256 tokens per micro-batch: 512 is a multiple for 2 ranks, not for 3.
   const std::string gbt =
@@ -162,9 +166,9 @@ TEST(Sweep, LauncherIsValidatedAndRanksReachValidation) {
           "launcher": {"kind": "mpirun", "ranks": %d}})";
   char buf[512];
   std::snprintf(buf, sizeof buf, gbt.c_str(), 2);
-  EXPECT_NO_THROW(sweep(buf));
+  EXPECT_NO_THROW(make_sweep(buf));
   std::snprintf(buf, sizeof buf, gbt.c_str(), 3);
-  expect_error([&] { sweep(buf); }, {"point base: train.global_batch_tokens", "* 3"});
+  expect_error([&] { make_sweep(buf); }, {"point base: train.global_batch_tokens", "* 3"});
 }
 
 TEST(Sweep, BaseIsRelativeToTheSweepFileAndOutDefaultsToItsName) {
@@ -172,24 +176,24 @@ TEST(Sweep, BaseIsRelativeToTheSweepFileAndOutDefaultsToItsName) {
   write(fs::path(dir.path()) / "cfg" / "base.json", R"({"train": {"steps": 3}})");
   write(fs::path(dir.path()) / "cfg" / "my-sweep.json",
         R"({"base": "base.json", "grid": {"train.seed": [1, 2]}})");
-  auto s = train::load_sweep(dir.file("cfg/my-sweep.json"), "");
+  auto s = sweep::load_sweep(dir.file("cfg/my-sweep.json"), "");
   EXPECT_EQ(s.name, "my-sweep");
   EXPECT_EQ(s.out, "runs/sweeps/my-sweep");
   EXPECT_EQ(s.points[1].dir, "runs/sweeps/my-sweep/seed=2");
   EXPECT_EQ(s.points[1].steps, 3);
-  EXPECT_EQ(train::load_sweep(dir.file("cfg/my-sweep.json"), "x/y").points[0].dir, "x/y/seed=1");
+  EXPECT_EQ(sweep::load_sweep(dir.file("cfg/my-sweep.json"), "x/y").points[0].dir, "x/y/seed=1");
   write(fs::path(dir.path()) / "cfg" / "missing.json", R"({"base": "nope.json"})");
-  expect_error([&] { train::load_sweep(dir.file("cfg/missing.json"), ""); },
+  expect_error([&] { sweep::load_sweep(dir.file("cfg/missing.json"), ""); },
                {"missing.json: base: cannot open config file", "cfg/nope.json"});
   write(fs::path(dir.path()) / "cfg" / "broken.json", R"({"base": )");
-  expect_error([&] { train::load_sweep(dir.file("cfg/broken.json"), ""); },
+  expect_error([&] { sweep::load_sweep(dir.file("cfg/broken.json"), ""); },
                {"broken.json: not valid JSON"});
 }
 
 TEST(Sweep, MedianAndPointMetrics) {
-  EXPECT_DOUBLE_EQ(train::median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(train::median({4, 1, 2, 3}), 2.5);
-  EXPECT_TRUE(std::isnan(train::median({})));
+  EXPECT_DOUBLE_EQ(sweep::median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(sweep::median({4, 1, 2, 3}), 2.5);
+  EXPECT_TRUE(std::isnan(sweep::median({})));
   TempDir dir;
   write(fs::path(dir.path()) / "metrics.jsonl", R"({"step":0,"val_loss":11.0,"val_tokens":512})"
                                                 "\n" +
@@ -197,7 +201,7 @@ TEST(Sweep, MedianAndPointMetrics) {
                                                     metrics_line(2, 10.0, 300, 0.25) +
                                                     R"({"step":2,"val_loss":9.5,"val_tokens":512})"
                                                     "\n");
-  auto m = train::read_point_metrics(dir.path(), {"time_s.total"});
+  auto m = sweep::read_point_metrics(dir.path(), {"time_s.total"});
   EXPECT_TRUE(m.exists);
   EXPECT_EQ(m.steps, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(m.losses, (std::vector<double>{10.5, 10.0}));
@@ -210,9 +214,9 @@ TEST(Sweep, MedianAndPointMetrics) {
 
 TEST(Sweep, PlanSkipsFinishedResumesCheckpointedAndRestartsChangedConfigs) {
   TempDir dir;
-  auto s = sweep(R"({"points": [{"name": "done"}, {"name": "half"}, {"name": "new"},
+  auto s = make_sweep(R"({"points": [{"name": "done"}, {"name": "half"}, {"name": "new"},
                                 {"name": "changed"}]})",
-                 dir.path());
+                      dir.path());
   auto run_dir = [&](const char* name) { return fs::path(dir.path()) / name; };
   auto finish = [&](const char* name, int steps) {
     std::string lines;
@@ -229,30 +233,31 @@ TEST(Sweep, PlanSkipsFinishedResumesCheckpointedAndRestartsChangedConfigs) {
   write(run_dir("changed") / "config.json", other.dump());
   write(run_dir("done") / "config.json", s.points[0].config.dump());
 
-  const auto plan = train::plan_sweep(s, "/bin/gossamer");
+  const auto plan = sweep::plan_sweep(s, "/bin/gossamer");
   ASSERT_EQ(plan.size(), 4u);
-  EXPECT_EQ(plan[0].action, train::SweepAction::SKIP);
-  EXPECT_EQ(plan[1].action, train::SweepAction::RESUME);
+  EXPECT_EQ(plan[0].action, sweep::SweepAction::SKIP);
+  EXPECT_EQ(plan[1].action, sweep::SweepAction::RESUME);
   EXPECT_EQ(plan[1].reason, "checkpoint at step 2 of 4");
   EXPECT_EQ(plan[1].argv.back(), s.points[1].dir);
   EXPECT_EQ(plan[1].argv[plan[1].argv.size() - 2], "--resume");
-  EXPECT_EQ(plan[2].action, train::SweepAction::RUN);
+  EXPECT_EQ(plan[2].action, sweep::SweepAction::RUN);
   EXPECT_EQ(plan[2].argv,
             (std::vector<std::string>{"/bin/gossamer", "train", "-c",
                                       s.points[2].dir + "/point.json", "--out", s.points[2].dir}));
-  EXPECT_EQ(plan[3].action, train::SweepAction::RESTART);
+  EXPECT_EQ(plan[3].action, sweep::SweepAction::RESTART);
   EXPECT_NE(plan[3].reason.find("optimizer.lr: 1.0 in the run"), std::string::npos)
       << plan[3].reason;
 
   // A finished run of another config is refused before anything runs.
   write(run_dir("done") / "config.json", other.dump());
-  expect_error([&] { train::plan_sweep(s, "/bin/gossamer"); },
+  expect_error([&] { sweep::plan_sweep(s, "/bin/gossamer"); },
                {"finished point(s)", "done (optimizer.lr: 1.0 in the run"});
 }
 
 TEST(Sweep, MpirunLaunchWrapsTheTrainCommand) {
-  auto s = sweep(R"({"launcher": {"kind": "mpirun", "ranks": 3, "args": ["--mca", "x", "y"]}})");
-  const auto plan = train::plan_sweep(s, "/bin/gossamer");
+  auto s =
+      make_sweep(R"({"launcher": {"kind": "mpirun", "ranks": 3, "args": ["--mca", "x", "y"]}})");
+  const auto plan = sweep::plan_sweep(s, "/bin/gossamer");
   const auto& a = plan[0].argv;
   EXPECT_EQ(a[0], "mpirun");
   const auto np = std::find(a.begin(), a.end(), "-np");
@@ -265,10 +270,10 @@ TEST(Sweep, MpirunLaunchWrapsTheTrainCommand) {
 
 TEST(Sweep, SummaryRowsComeFromMetrics) {
   TempDir dir;
-  auto s = sweep(R"({"points": [{"name": "a", "set": {"optimizer.lr": 0.5}},
+  auto s = make_sweep(R"({"points": [{"name": "a", "set": {"optimizer.lr": 0.5}},
                                 {"name": "b", "set": {"optimizer.lr": 0.25}}, {"name": "c"}],
                      "reference": "a"})",
-                 dir.path());
+                      dir.path());
   std::string a, b;
   for (int i = 1; i <= 4; ++i) a += metrics_line(i, 10 - i, 100 * i, 0.1 * i);
   a += R"({"step":4,"val_loss":8.0,"val_tokens":512})"
@@ -281,7 +286,7 @@ TEST(Sweep, SummaryRowsComeFromMetrics) {
   write(fs::path(dir.path()) / "b" / "metrics.jsonl", b);
   write(fs::path(dir.path()) / "b" / "sweep_status.json", R"({"status": "failed"})");
 
-  const auto sum = train::summarize_sweep(s);
+  const auto sum = sweep::summarize_sweep(s);
   ASSERT_EQ(sum.rows.size(), 3u);
   const auto& ra = sum.rows[0];
   EXPECT_EQ(ra.status, "finished");
@@ -300,23 +305,23 @@ TEST(Sweep, SummaryRowsComeFromMetrics) {
   EXPECT_EQ(sum.rows[2].status, "not run");
   EXPECT_TRUE(std::isnan(sum.rows[2].val_loss));
 
-  const std::string csv = train::summary_csv(s, sum);
+  const std::string csv = sweep::summary_csv(s, sum);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "name,optimizer.lr,status,steps,train_steps,train_loss_last10,val_loss,val_step,tokens,"
             "time_s,step_time_s_median,bytes_sent_median,val_gap_vs_reference");
   EXPECT_NE(csv.find("\na,0.5,finished,4,4,7.5,8,4,1024,1,0.25,250,0\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nc,0.0006,not run,0,4,,,,0,,,,\n"), std::string::npos) << csv;
-  const std::string md = train::summary_markdown(s, sum);
+  const std::string md = sweep::summary_markdown(s, sum);
   EXPECT_NE(md.find("| b | 0.25 | failed | 2/4 | 9.0000 | 9.0000 (step 2) |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("+12.50%"), std::string::npos) << md;
 }
 
 TEST(Sweep, SlurmScriptHasOneArrayTaskPerPointToRun) {
-  auto s = sweep(R"({"launcher": {"kind": "slurm", "ranks": 4, "sbatch": ["--partition=gpu"]},
+  auto s = make_sweep(R"({"launcher": {"kind": "slurm", "ranks": 4, "sbatch": ["--partition=gpu"]},
                      "grid": {"train.seed": [1, 2, 3]}})",
-                 "/abs/out");
-  const std::string script = train::sweep_sbatch_script(s, "/abs/out/points.txt", 2, "/work");
+                      "/abs/out");
+  const std::string script = sweep::sweep_sbatch_script(s, "/abs/out/points.txt", 2, "/work");
   for (const char* line :
        {"#SBATCH --array=0-1\n", "#SBATCH --ntasks=4\n", "#SBATCH --chdir=/work\n",
         "#SBATCH --partition=gpu\n", "#SBATCH --job-name=gossamer-sweep-s\n",

@@ -1,0 +1,368 @@
+// Implementation of `gossamer bench comm` (comm_bench.h). Per size: warm-up iterations, then
+// `iters` timed iterations, each preceded by an untimed barrier and timed from issue to the return
+// of wait(); a rank's time is its median, the reported time the slowest rank's. Timed runs use
+// zero-filled buffers (same speed as any finite data, no growth under repeated sums); the check
+// run fills small integers (exact in fp32 and bf16 whatever the reduction order) and counts
+// elements that differ from the expected result bit for bit.
+#include "bench/comm_bench.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "comm/bf16.h"
+#include "comm/communicator.h"
+#include "core/buffer.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/timer.h"
+#ifdef GOSSAMER_HAVE_NCCL
+#include "comm/nccl_device.h"
+#endif
+
+namespace gossamer::bench {
+
+using comm::Communicator;
+using comm::DType;
+using comm::ReduceOp;
+using comm::Work;
+
+namespace {
+
+enum class BenchOp { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SENDRECV };
+
+struct OpInfo {
+  BenchOp op;
+  const char* name;
+};
+constexpr OpInfo kOps[] = {{BenchOp::ALL_REDUCE, "all_reduce"},
+                           {BenchOp::REDUCE_SCATTER, "reduce_scatter"},
+                           {BenchOp::ALL_GATHER, "all_gather"},
+                           {BenchOp::BROADCAST, "broadcast"},
+                           {BenchOp::SENDRECV, "sendrecv"}};
+
+double bus_factor(BenchOp op, int n) {
+  switch (op) {
+    case BenchOp::ALL_REDUCE:
+      return 2.0 * (n - 1) / n;
+    case BenchOp::REDUCE_SCATTER:
+    case BenchOp::ALL_GATHER:
+      return double(n - 1) / n;
+    case BenchOp::BROADCAST:
+    case BenchOp::SENDRECV:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// A payload buffer on the communicator's side, allocated once: host memory (huge-page advised,
+// touched at allocation) or device memory.
+class BenchBuffer {
+ public:
+  BenchBuffer(bool device, size_t bytes) : device_(device), bytes_(bytes) {
+    if (device_) {
+#ifdef GOSSAMER_HAVE_NCCL
+      device_ptr_ = device_alloc(bytes);
+#endif
+    } else {
+      host_ = HostBuffer<uint8_t>(bytes);
+    }
+  }
+  ~BenchBuffer() {
+#ifdef GOSSAMER_HAVE_NCCL
+    if (device_) device_free(device_ptr_);
+#endif
+  }
+  BenchBuffer(const BenchBuffer&) = delete;
+  BenchBuffer& operator=(const BenchBuffer&) = delete;
+
+  void* data() {
+    return device_ ? device_ptr_ : host_.data();
+  }
+  void zero(size_t bytes) {
+    if (!device_) {
+      std::memset(host_.data(), 0, bytes);
+      return;
+    }
+#ifdef GOSSAMER_HAVE_NCCL
+    device_fill(device_ptr_, 0, bytes);
+#endif
+  }
+  // Host view for filling and checking: the buffer itself, or `staging` copied to / from it.
+  uint8_t* host_view(uint8_t* staging) {
+    return device_ ? staging : host_.data();
+  }
+  void upload(const uint8_t* staging, size_t bytes) {
+#ifdef GOSSAMER_HAVE_NCCL
+    if (device_) copy_to_device(device_ptr_, staging, bytes);
+#endif
+    (void)staging, (void)bytes;
+  }
+  void download(uint8_t* staging, size_t bytes) {
+#ifdef GOSSAMER_HAVE_NCCL
+    if (device_) copy_to_host(staging, device_ptr_, bytes);
+#endif
+    (void)staging, (void)bytes;
+  }
+
+ private:
+  bool device_;
+  size_t bytes_;
+  HostBuffer<uint8_t> host_;
+  void* device_ptr_ = nullptr;
+};
+
+// Check data: element i of rank r is a small non-negative integer with m * world <= 256, so any
+// sum over ranks is exact in bf16.
+struct Pattern {
+  int world;
+  int m;
+  explicit Pattern(int w) : world(w), m(std::clamp(256 / w, 1, 16)) {}
+  int value(int rank, size_t i) const { return int((i * 7 + size_t(rank) * 3) % size_t(m)); }
+  int sum(size_t i) const {
+    int s = 0;
+    for (int r = 0; r < world; ++r) s += value(r, i);
+    return s;
+  }
+};
+
+void store(uint8_t* p, DType dtype, size_t i, float v) {
+  if (dtype == DType::BF16) {
+    const uint16_t h = comm::float_to_bf16(v);
+    std::memcpy(p + 2 * i, &h, 2);
+  } else {
+    std::memcpy(p + 4 * i, &v, 4);
+  }
+}
+
+bool equals(const uint8_t* p, DType dtype, size_t i, float v) {
+  if (dtype == DType::BF16) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return h == comm::float_to_bf16(v);
+  }
+  float f;
+  std::memcpy(&f, p + 4 * i, 4);
+  return std::memcmp(&f, &v, 4) == 0;
+}
+
+struct Bench {
+  Communicator& comm;
+  const CommBenchOptions& o;
+  DType dtype;
+  size_t es;
+  int n, rank;
+  BenchBuffer a, b;
+  HostBuffer<uint8_t> staging;  // device backends only
+  BenchBuffer scratch;          // 8 bytes for the per-size reductions of time and #wrong
+
+  Bench(Communicator& c, const CommBenchOptions& opt, DType dt)
+      : comm(c),
+        o(opt),
+        dtype(dt),
+        es(comm::dtype_size(dt)),
+        n(c.size()),
+        rank(c.rank()),
+        a(c.device_buffers(), opt.max_bytes),
+        b(c.device_buffers(), opt.max_bytes),
+        staging(c.device_buffers() ? opt.max_bytes : 0),
+        scratch(c.device_buffers(), 8) {}
+
+  // Elements per rank's part (c) and in the whole payload (total) for a nominal size.
+  void shape(BenchOp op, size_t bytes, size_t& c, size_t& total) const {
+    if (op == BenchOp::REDUCE_SCATTER || op == BenchOp::ALL_GATHER) {
+      c = bytes / (es * size_t(n));
+      total = c * size_t(n);
+    } else {
+      c = total = bytes / es;
+    }
+  }
+
+  Work issue(BenchOp op, size_t c, size_t total) {
+    const int dest = (rank + 1) % n, source = (rank + n - 1) % n;
+    std::vector<size_t> counts(size_t(n), c);
+    switch (op) {
+      case BenchOp::ALL_REDUCE:
+        return comm.all_reduce(a.data(), total, dtype, ReduceOp::SUM);
+      case BenchOp::REDUCE_SCATTER:
+        return comm.reduce_scatter(a.data(), b.data(), counts, dtype, ReduceOp::SUM);
+      case BenchOp::ALL_GATHER:
+        return comm.all_gather(a.data(), b.data(), counts, dtype);
+      case BenchOp::BROADCAST:
+        return comm.broadcast(a.data(), total, dtype, 0);
+      case BenchOp::SENDRECV:
+        return comm.sendrecv(a.data(), total, dest, b.data(), total, source, dtype);
+    }
+    return {};
+  }
+
+  int64_t reduce_max_or_sum(int64_t v, ReduceOp op) {
+    uint8_t* h = scratch.host_view(staging.data());
+    std::memcpy(h, &v, 8);
+    scratch.upload(h, 8);
+    comm.all_reduce(scratch.data(), 1, DType::I64, op).wait();
+    scratch.download(h, 8);
+    std::memcpy(&v, h, 8);
+    return v;
+  }
+
+  // Median time of one operation on this rank, in seconds.
+  double time(BenchOp op, size_t c, size_t total) {
+    a.zero(total * es);
+    b.zero(total * es);
+    for (int i = 0; i < o.warmup; ++i) issue(op, c, total).wait();
+    std::vector<double> t(size_t(o.iters));
+    for (double& s : t) {
+      comm.barrier();
+      Stopwatch watch;
+      issue(op, c, total).wait();
+      s = watch.seconds();
+    }
+    std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+    return t[t.size() / 2];
+  }
+
+  // Wrong elements on this rank after one run on check data.
+  int64_t check(BenchOp op, size_t c, size_t total) {
+    const Pattern pat(n);
+    uint8_t* in = a.host_view(staging.data());
+    const size_t first = op == BenchOp::ALL_GATHER ? size_t(rank) * c : 0;
+    const size_t in_n = op == BenchOp::ALL_GATHER ? c : total;
+    for (size_t i = 0; i < in_n; ++i) {
+      const bool junk = op == BenchOp::BROADCAST && rank != 0;
+      store(in, dtype, i, junk ? -1.0f : float(pat.value(rank, first + i)));
+    }
+    a.upload(in, in_n * es);
+    issue(op, c, total).wait();
+    BenchBuffer& result = op == BenchOp::ALL_REDUCE || op == BenchOp::BROADCAST ? a : b;
+    const size_t out_n = op == BenchOp::REDUCE_SCATTER ? c : total;
+    uint8_t* out = result.host_view(staging.data());
+    result.download(out, out_n * es);
+    const int source = (rank + n - 1) % n;
+    int64_t wrong = 0;
+    for (size_t i = 0; i < out_n; ++i) {
+      int expected = 0;
+      switch (op) {
+        case BenchOp::ALL_REDUCE:
+          expected = pat.sum(i);
+          break;
+        case BenchOp::REDUCE_SCATTER:
+          expected = pat.sum(size_t(rank) * c + i);
+          break;
+        case BenchOp::ALL_GATHER:
+          expected = pat.value(int(i / std::max<size_t>(c, 1)), i);
+          break;
+        case BenchOp::BROADCAST:
+          expected = pat.value(0, i);
+          break;
+        case BenchOp::SENDRECV:
+          expected = pat.value(source, i);
+          break;
+      }
+      wrong += !equals(out, dtype, i, float(expected));
+    }
+    return wrong;
+  }
+};
+
+void check_options(const CommBenchOptions& o, std::vector<BenchOp>& ops, DType& dtype) {
+  GOSSAMER_CHECK(o.dtype == "fp32" || o.dtype == "bf16",
+                 "--dtype: expected fp32 or bf16, found '%s'", o.dtype.c_str());
+  dtype = o.dtype == "bf16" ? DType::BF16 : DType::F32;
+  GOSSAMER_CHECK(!o.ops.empty(), "--ops: expected at least one operation");
+  for (const std::string& name : o.ops) {
+    const auto* it = std::find_if(std::begin(kOps), std::end(kOps),
+                                  [&](const OpInfo& info) { return name == info.name; });
+    GOSSAMER_CHECK(it != std::end(kOps),
+                   "--ops: unknown operation '%s' (expected all_reduce, reduce_scatter, "
+                   "all_gather, broadcast or sendrecv)",
+                   name.c_str());
+    ops.push_back(it->op);
+  }
+  GOSSAMER_CHECK(o.min_bytes >= 1, "--min-bytes: must be >= 1");
+  GOSSAMER_CHECK(o.max_bytes >= o.min_bytes, "--max-bytes: %zu is below --min-bytes %zu",
+                 o.max_bytes, o.min_bytes);
+  GOSSAMER_CHECK(o.max_bytes <= (size_t{1} << 36), "--max-bytes: %zu is above 64 GiB", o.max_bytes);
+  GOSSAMER_CHECK(o.step_factor >= 2, "--step-factor: must be >= 2, found %d", o.step_factor);
+  GOSSAMER_CHECK(o.iters >= 1, "--iters: must be >= 1, found %d", o.iters);
+  GOSSAMER_CHECK(o.warmup >= 0, "--warmup: must be >= 0, found %d", o.warmup);
+}
+
+const char* op_name(BenchOp op) {
+  for (const OpInfo& info : kOps)
+    if (info.op == op) return info.name;
+  return "?";
+}
+
+}  // namespace
+
+int run_comm_bench(const CommBenchOptions& o) {
+  std::vector<BenchOp> ops;
+  DType dtype = DType::F32;
+  check_options(o, ops, dtype);
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::make_communicator(o.backend);
+  } catch (const Error& e) {
+    fail("--backend %s: %s", o.backend.c_str(), e.what());
+  }
+  log_set_rank(comm->rank());
+  Bench bench(*comm, o, dtype);
+  const int n = comm->size();
+  const bool root = comm->rank() == 0;
+  if (root) {
+    std::printf(
+        "# gossamer bench comm: backend %s, %d rank(s), dtype %s, %d iteration(s) after %d "
+        "warm-up, check %s\n",
+        comm->backend(), n, comm::dtype_name(dtype), o.iters, o.warmup, o.check ? "on" : "off");
+    std::printf("# time: median over iterations (issue to wait() return) of the slowest rank\n");
+    std::printf(
+        "# size: whole payload (reduce_scatter: the input, all_gather: the output, "
+        "sendrecv: bytes sent by each rank)\n");
+    std::printf(
+        "# algbw = size / time; busbw = algbw * factor: all_reduce 2(n-1)/n, "
+        "reduce_scatter and all_gather (n-1)/n, broadcast and sendrecv 1\n");
+  }
+  int64_t total_wrong = 0;
+  for (BenchOp op : ops) {
+    if (root) {
+      std::printf("#\n# %s\n", op_name(op));
+      std::printf("# %12s %12s %6s %6s %5s %11s %11s %11s %7s\n", "size(B)", "count", "type",
+                  "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    }
+    size_t last = 0;
+    for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= size_t(o.step_factor)) {
+      size_t c = 0, total = 0;
+      bench.shape(op, bytes, c, total);
+      if (c == 0 || total == last) continue;  // below one element per rank, or a repeat
+      last = total;
+      const double local = bench.time(op, c, total);
+      const double t = double(bench.reduce_max_or_sum(int64_t(local * 1e9), ReduceOp::MAX)) * 1e-9;
+      int64_t wrong = -1;
+      if (o.check) wrong = bench.reduce_max_or_sum(bench.check(op, c, total), ReduceOp::SUM);
+      if (wrong > 0) total_wrong += wrong;
+      const double size = double(total * comm::dtype_size(dtype));
+      const double algbw = t > 0 ? size / t * 1e-9 : 0;
+      const bool reduces = op == BenchOp::ALL_REDUCE || op == BenchOp::REDUCE_SCATTER;
+      if (root) {
+        std::printf("  %12zu %12zu %6s %6s %5d %11.2f %11.3f %11.3f %7s\n",
+                    total * comm::dtype_size(dtype), total, comm::dtype_name(dtype),
+                    reduces ? "sum" : "none", op == BenchOp::BROADCAST ? 0 : -1, t * 1e6, algbw,
+                    algbw * bus_factor(op, n),
+                    wrong < 0 ? "n/a" : strprintf("%lld", (long long)wrong).c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (total_wrong > 0) {
+    log_error("bench comm: %lld wrong element(s) in all (the #wrong columns)",
+              (long long)total_wrong);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gossamer::bench

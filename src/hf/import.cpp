@@ -1,0 +1,322 @@
+// Implementation of the HF import paths (see import.h): the directory's safetensors files
+// are opened once (each reader validates its whole header), then the adapter table is walked.
+#include "hf/import.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "hf/adapter.h"
+#include "hf/export.h"
+#include "hf/tokenizer_files.h"
+#include "io/safetensors.h"
+#include "io/staging_dir.h"
+#include "kernels/ops.h"
+#include "train/checkpoint.h"
+#include "train/run_config.h"
+
+namespace gossamer::hf {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json read_json_object(const fs::path& path, const char* hint) {
+  std::ifstream in(path);
+  GOSSAMER_CHECK(in.good(), "%s: cannot open%s", path.c_str(), hint);
+  json j = json::parse(in, nullptr, false);
+  GOSSAMER_CHECK(!j.is_discarded() && j.is_object(), "%s: not a valid JSON object", path.c_str());
+  return j;
+}
+
+// The safetensors files of an HF directory, tensor name -> reader.
+class HfWeights {
+ public:
+  explicit HfWeights(const fs::path& dir) {
+    const fs::path single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
+    std::error_code ec;
+    if (fs::exists(single, ec)) {
+      add(single);
+      return;
+    }
+    if (fs::exists(index, ec)) {
+      json j = read_json_object(index, "");
+      auto it = j.find("weight_map");
+      GOSSAMER_CHECK(it != j.end() && it->is_object(), "%s: no \"weight_map\" object",
+                     index.c_str());
+      std::set<std::string> files;
+      for (const auto& [name, file] : it->items()) {
+        GOSSAMER_CHECK(file.is_string(), "%s: weight_map[\"%s\"] must be a file name",
+                       index.c_str(), name.c_str());
+        files.insert(file.get<std::string>());
+      }
+      for (const std::string& f : files) add(dir / f);
+      for (const auto& [name, file] : it->items()) {
+        auto r = where_.find(name);
+        GOSSAMER_CHECK(
+            r != where_.end() && r->second->path() == (dir / file.get<std::string>()).string(),
+            "%s: weight_map names tensor '%s' in %s, which does not hold it", index.c_str(),
+            name.c_str(), file.get<std::string>().c_str());
+      }
+      return;
+    }
+    const bool pt = fs::exists(dir / "pytorch_model.bin", ec);
+    fail("%s: no model.safetensors (nor model.safetensors.index.json)%s", dir.c_str(),
+         pt ? "; it holds pytorch_model.bin, which gossamer does not read: save the model with "
+              "safe_serialization=True"
+            : "");
+  }
+
+  const io::SafetensorsReader* find(const std::string& name) const {
+    auto it = where_.find(name);
+    return it == where_.end() ? nullptr : it->second;
+  }
+  // Every tensor of every file, with its reader.
+  const std::map<std::string, const io::SafetensorsReader*>& all() const { return where_; }
+  std::string files() const {
+    std::string s;
+    for (const auto& r : readers_) s += (s.empty() ? "" : ", ") + r->path();
+    return s;
+  }
+  // F32 data of tensor `name`, converted from any float dtype; `buf` holds it when a copy is
+  // needed (another dtype, or data not aligned for float).
+  const float* floats(const std::string& name, std::vector<float>& buf) const {
+    const io::SafetensorsReader& r = *find(name);
+    const void* p = r.data(name);
+    if (r.info(name).dtype == io::DType::DTYPE_F32 &&
+        reinterpret_cast<uintptr_t>(p) % alignof(float) == 0)
+      return static_cast<const float*>(p);
+    buf = r.read_as<float>(name);  // F16/BF16/F64 -> float; integers are rejected below
+    return buf.data();
+  }
+
+ private:
+  void add(const fs::path& file) {
+    readers_.push_back(std::make_unique<io::SafetensorsReader>(file.string()));
+    const io::SafetensorsReader* r = readers_.back().get();
+    for (const io::TensorInfo& t : r->tensors()) {
+      auto [it, fresh] = where_.emplace(t.name, r);
+      GOSSAMER_CHECK(fresh, "%s: tensor '%s' is also in %s", file.c_str(), t.name.c_str(),
+                     it->second->path().c_str());
+    }
+  }
+
+  std::vector<std::unique_ptr<io::SafetensorsReader>> readers_;
+  std::map<std::string, const io::SafetensorsReader*> where_;
+};
+
+bool is_float(io::DType d) {
+  return d == io::DType::DTYPE_F32 || d == io::DType::DTYPE_F16 || d == io::DType::DTYPE_BF16 ||
+         d == io::DType::DTYPE_F64;
+}
+
+std::string describe(const HfModelSpec& s) {
+  const model::ModelConfig& c = s.config;
+  return strprintf("%s: %d layers, d_model %d, %d heads, vocab %d", c.family.c_str(), c.n_layer,
+                   c.d_model, c.n_head, c.vocab_size);
+}
+
+// The checked tensor `name`: present, float, shaped as config.json implies.
+const float* checked_tensor(const HfWeights& w, const std::string& name, const io::Shape& want,
+                            const HfModelSpec& spec, std::vector<float>& buf) {
+  const io::SafetensorsReader* r = w.find(name);
+  GOSSAMER_CHECK(r != nullptr, "%s: missing tensor '%s' (config.json describes %s)",
+                 w.files().c_str(), name.c_str(), describe(spec).c_str());
+  const io::TensorInfo& t = r->info(name);
+  GOSSAMER_CHECK(t.shape == want, "%s: tensor '%s' has shape %s, config.json (%s) implies %s",
+                 r->path().c_str(), name.c_str(), io::shape_to_string(t.shape).c_str(),
+                 describe(spec).c_str(), io::shape_to_string(want).c_str());
+  GOSSAMER_CHECK(is_float(t.dtype), "%s: tensor '%s' has dtype %s, expected a float type",
+                 r->path().c_str(), name.c_str(), dtype_name(t.dtype));
+  return w.floats(name, buf);
+}
+
+}  // namespace
+
+std::string model_config_difference(const model::ModelConfig& a, const model::ModelConfig& b) {
+  auto d = [](const char* key, auto x, auto y) {
+    std::ostringstream s;
+    if (x == y) return std::string();
+    s << key << ": " << x << " vs " << y;
+    return s.str();
+  };
+  for (const std::string& s :
+       {d("family", a.family, b.family), d("n_layer", a.n_layer, b.n_layer),
+        d("n_head", a.n_head, b.n_head), d("d_model", a.d_model, b.d_model),
+        d("vocab_size", a.vocab_size, b.vocab_size), d("max_seq_len", a.max_seq_len, b.max_seq_len),
+        d("n_kv_head", a.n_kv_head_resolved(), b.n_kv_head_resolved()),
+        d("d_ff", a.d_ff_resolved(), b.d_ff_resolved())})
+    if (!s.empty()) return s;
+  if (a.family == "llama") {
+    for (const std::string& s :
+         {d("rope_theta", a.rope_theta, b.rope_theta), d("norm_eps", a.norm_eps, b.norm_eps)})
+      if (!s.empty()) return s;
+  }
+  return "";
+}
+
+bool is_hf_model_dir(const std::string& path) {
+  const fs::path dir(path);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || fs::exists(dir / "trainer.json", ec)) return false;
+  std::ifstream in(dir / "config.json");
+  if (!in.good()) return false;
+  json j = json::parse(in, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("model_type");
+}
+
+HfModelSpec read_hf_model_spec(const std::string& hf_dir) {
+  const fs::path dir(hf_dir);
+  const fs::path file = dir / "config.json";
+  HfModelSpec spec = hf_model_spec_from_json(
+      read_json_object(file, " (not a Hugging Face model directory?)"), file.string());
+  // Our own export records our model config; adopt it when it is the same model.
+  std::error_code ec;
+  const fs::path st = dir / "model.safetensors";
+  if (!fs::exists(st, ec)) return spec;
+  io::SafetensorsReader reader(st.string());
+  auto it = reader.metadata().find(kHfGossamerConfigKey);
+  if (it == reader.metadata().end()) return spec;
+  try {
+    json m = json::parse(it->second);
+    const model::ModelConfig ours = train::parse_run_config(json{{"model", m}}, st.string()).model;
+    ours.validate();
+    const std::string diff = model_config_difference(ours, spec.config);
+    if (diff.empty() && ours.init_std == spec.config.init_std &&
+        ours.padded_vocab_resolved() >= ours.vocab_size) {
+      spec.config = ours;
+    } else {
+      log_warn("%s: metadata %s describes another model than config.json (%s); using config.json",
+               st.c_str(), kHfGossamerConfigKey, diff.empty() ? "init_std" : diff.c_str());
+    }
+  } catch (const std::exception& e) {
+    log_warn("%s: ignoring unreadable metadata %s: %s", st.c_str(), kHfGossamerConfigKey, e.what());
+  }
+  return spec;
+}
+
+void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::Model& model) {
+  const std::string diff = model_config_difference(spec.config, model.config());
+  GOSSAMER_CHECK(diff.empty(), "%s/config.json: describes another model than the one built (%s)",
+                 hf_dir.c_str(), diff.c_str());
+  const fs::path dir(hf_dir);
+  const HfWeights weights(dir);
+  HfAdapter adapter = make_hf_adapter(model.config(), model.layout());
+
+  // Files saved from the base model (GPT2Model) lack the "transformer." prefix.
+  std::string strip;
+  if (!adapter.base_prefix.empty() && !adapter.tensors.empty() &&
+      !weights.find(adapter.tensors[0].hf) &&
+      weights.find(adapter.tensors[0].hf.substr(adapter.base_prefix.size())))
+    strip = adapter.base_prefix;
+  auto file_name = [&](const std::string& hf) {
+    return !strip.empty() && hf.starts_with(strip) ? hf.substr(strip.size()) : hf;
+  };
+
+  std::set<std::string> used;
+  float* params = model.params().data();
+  std::vector<float> buf;
+  std::map<std::string, std::string> source;  // HF name -> file name actually read
+  for (const HfTensorMap& t : adapter.tensors) {
+    std::string name = file_name(t.hf);
+    // A tied Llama head is the token embedding.
+    if (spec.tied_head && t.ours == "lm_head.weight") name = file_name("model.embed_tokens.weight");
+    const float* data = checked_tensor(weights, name, t.hf_shape, spec, buf);
+    hf_tensor_to_ours(t, model.layout().find(t.ours), data, params);
+    used.insert(name);
+    source[t.hf] = name;
+  }
+  // Tied aliases: optional, but when present they must be the tensor they alias.
+  std::vector<HfTiedAlias> tied = adapter.tied;
+  if (spec.tied_head && adapter.model_type == "llama")
+    tied.push_back({"lm_head.weight", "model.embed_tokens.weight"});
+  for (const HfTiedAlias& a : tied) {
+    const std::string name = file_name(a.hf),
+                      orig = source.count(a.same_as) ? source[a.same_as] : file_name(a.same_as);
+    const io::SafetensorsReader* r = weights.find(name);
+    if (!r) continue;
+    std::vector<float> b1, b2;
+    const io::Shape want = weights.find(orig)->info(orig).shape;
+    const float* x = checked_tensor(weights, name, want, spec, b1);
+    const float* y = weights.floats(orig, b2);
+    GOSSAMER_CHECK(std::memcmp(x, y, size_t(io::shape_numel(want)) * sizeof(float)) == 0,
+                   "%s: tensor '%s' differs from '%s', but config.json ties them "
+                   "(tie_word_embeddings)",
+                   r->path().c_str(), name.c_str(), orig.c_str());
+    used.insert(name);
+  }
+  for (const auto& [name, reader] : weights.all()) {
+    if (used.count(name) || adapter.is_ignored_buffer(name)) continue;
+    fail("%s: unexpected tensor '%s' (not part of a %s with config.json's settings: %s)",
+         reader->path().c_str(), name.c_str(), adapter.architecture.c_str(),
+         describe(spec).c_str());
+  }
+}
+
+void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, bool force) {
+  Stopwatch watch;
+  const HfModelSpec spec = read_hf_model_spec(hf_dir);
+  const HfTokenizerSource tok = find_hf_tokenizer(hf_dir);
+  auto model = model::make_model(spec.config, 1, 1, kernels::cpu_ops());
+  load_hf_weights(hf_dir, spec, *model);
+  const double t_read = watch.seconds();
+
+  io::StagingDir out(checkpoint_dir, force, "trainer.json", "import-hf: CHECKPOINT_DIR");
+  train::RunConfig rc;
+  rc.model = model->config();
+  rc.data.tokenizer = import_hf_tokenizer(tok, out, "tokenizer");
+  rc.data.seq_len = std::min(rc.data.seq_len, rc.model.max_seq_len);
+  rc.validate();
+  const json resolved = to_json(rc);
+
+  train::write_model_weights(out.path() + "/model.safetensors", *model, resolved);
+  json trainer = train::trainer_state_json(train::initial_trainer_state(rc.train.seed), resolved);
+  trainer["imported_from"] = fs::absolute(hf_dir).lexically_normal().string();
+  out.write_file("trainer.json", trainer.dump(2) + "\n");
+  out.commit();
+  if (tok.kind.empty())
+    log_warn("import-hf: %s has no tokenizer gossamer loads; data.tokenizer is left empty",
+             hf_dir.c_str());
+  log_info("import-hf: wrote %s (%s, %zu parameters, tokenizer %s) in %.2f s (reading %.2f s)",
+           out.final_path().c_str(), describe(spec).c_str(), model->layout().total(),
+           rc.data.tokenizer.empty() ? "none" : rc.data.tokenizer.c_str(), watch.seconds(), t_read);
+}
+
+void init_weights_from(const std::string& path, model::Model& model) {
+  if (is_hf_model_dir(path)) {
+    const HfModelSpec spec = read_hf_model_spec(path);
+    const std::string diff = model_config_difference(spec.config, model.config());
+    GOSSAMER_CHECK(diff.empty(),
+                   "--init-from %s: config.json describes another model than the run's (%s, "
+                   "config.json vs run)",
+                   path.c_str(), diff.c_str());
+    load_hf_weights(path, spec, model);
+    log_info("initialised the weights from Hugging Face directory %s", path.c_str());
+    return;
+  }
+  const std::string ckpt = train::resolve_checkpoint(path);
+  const model::ModelConfig theirs =
+      train::parse_run_config(train::load_checkpoint_config(ckpt), ckpt + "/trainer.json").model;
+  const std::string diff = model_config_difference(theirs, model.config());
+  GOSSAMER_CHECK(diff.empty(),
+                 "--init-from %s: the checkpoint is of another model than the run's (%s, "
+                 "checkpoint vs run)",
+                 ckpt.c_str(), diff.c_str());
+  train::load_model_weights(ckpt, model);
+  log_info("initialised the weights from checkpoint %s", ckpt.c_str());
+}
+
+}  // namespace gossamer::hf

@@ -1,0 +1,131 @@
+// Implementation of StagingDir (see staging_dir.h): checks, hidden sibling, rename on commit.
+#include "io/staging_dir.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/error.h"
+
+namespace gossamer::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+void fsync_path(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+}  // namespace
+
+StagingDir::StagingDir(const std::string& final_dir, bool force, const std::string& marker,
+                       const std::string& what)
+    : what_(what) {
+  GOSSAMER_CHECK(!final_dir.empty(), "%s: empty path", what.c_str());
+  fs::path final_path = fs::path(final_dir).lexically_normal();
+  if (!final_path.has_filename()) final_path = final_path.parent_path();  // "out/" -> "out"
+  final_ = final_path.string();
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(final_path, ec);
+  if (fs::exists(st)) {
+    GOSSAMER_CHECK(fs::is_directory(st), "%s: %s exists and is not a directory", what.c_str(),
+                   final_.c_str());
+    const bool empty = fs::is_empty(final_path, ec);
+    if (!empty) {
+      GOSSAMER_CHECK(force, "%s: %s exists and is not empty (use --force to replace it)",
+                     what.c_str(), final_.c_str());
+      GOSSAMER_CHECK(fs::exists(final_path / marker, ec),
+                     "%s: %s is not empty and holds no %s: refusing to replace it even with "
+                     "--force",
+                     what.c_str(), final_.c_str(), marker.c_str());
+    }
+  }
+  fs::path parent = final_path.parent_path();
+  if (parent.empty()) parent = ".";
+  fs::create_directories(parent, ec);
+  GOSSAMER_CHECK(!ec && fs::is_directory(parent), "%s: cannot create directory %s: %s",
+                 what.c_str(), parent.c_str(),
+                 ec ? ec.message().c_str() : "a path component is not a directory");
+  tmp_ =
+      (parent / strprintf(".%s.tmp-%d", final_path.filename().c_str(), int(::getpid()))).string();
+  fs::remove_all(tmp_, ec);
+  fs::create_directory(tmp_, ec);
+  GOSSAMER_CHECK(!ec, "%s: cannot create %s: %s", what.c_str(), tmp_.c_str(), ec.message().c_str());
+}
+
+StagingDir::~StagingDir() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+}
+
+void StagingDir::write_file(const std::string& name, const std::string& bytes) const {
+  const fs::path full = fs::path(tmp_) / name;
+  const std::string path = full.string();
+  std::error_code ec;
+  fs::create_directories(full.parent_path(), ec);  // "tokenizer/encoder.json"
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  GOSSAMER_CHECK(fd >= 0, "%s: cannot create %s: %s", what_.c_str(), path.c_str(),
+                 std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail("%s: cannot write %s: %s", what_.c_str(), path.c_str(), std::strerror(err));
+    }
+    done += size_t(w);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const int err = errno;
+  GOSSAMER_CHECK(::close(fd) == 0 && synced, "%s: cannot write %s: %s", what_.c_str(), path.c_str(),
+                 std::strerror(err));
+}
+
+void StagingDir::copy_file(const std::string& src, const std::string& name) const {
+  std::ifstream in(src, std::ios::binary);
+  GOSSAMER_CHECK(in.good(), "%s: cannot open %s: %s", what_.c_str(), src.c_str(),
+                 std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  GOSSAMER_CHECK(!in.bad(), "%s: cannot read %s", what_.c_str(), src.c_str());
+  write_file(name, bytes);
+}
+
+void StagingDir::commit() {
+  GOSSAMER_CHECK(!committed_, "%s: %s committed twice", what_.c_str(), final_.c_str());
+  fsync_path(tmp_);
+  const fs::path final_path(final_);
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(fs::symlink_status(final_path, ec))) {
+    // Empty, or --force with the marker (checked at construction): move it aside first.
+    old = final_path.parent_path() /
+          strprintf(".%s.old-%d", final_path.filename().c_str(), int(::getpid()));
+    fs::remove_all(old, ec);
+    fs::rename(final_path, old, ec);
+    GOSSAMER_CHECK(!ec, "%s: cannot move the existing %s aside: %s", what_.c_str(), final_.c_str(),
+                   ec.message().c_str());
+  }
+  fs::rename(tmp_, final_path, ec);
+  if (ec) {
+    const std::string msg = ec.message();
+    if (!old.empty()) fs::rename(old, final_path, ec);  // put the old one back
+    fail("%s: cannot rename %s onto %s: %s", what_.c_str(), tmp_.c_str(), final_.c_str(),
+         msg.c_str());
+  }
+  committed_ = true;
+  fsync_path(final_path.parent_path().empty() ? fs::path(".") : final_path.parent_path());
+  if (!old.empty()) fs::remove_all(old, ec);
+}
+
+}  // namespace gossamer::io

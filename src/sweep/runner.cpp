@@ -1,0 +1,401 @@
+// Planning and launching sweep points (see runner.h). Points run one after another; each
+// child writes its output to OUT/POINT/train.log and its outcome is recorded in
+// OUT/POINT/sweep_status.json (read back by the summary to tell "failed" from "incomplete").
+// Nothing is written before every point's config has been validated and planned.
+#include "sweep/runner.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "sweep/process.h"
+#include "sweep/summary.h"
+
+namespace gossamer::sweep {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// scripts/mpirun.sh's malloc settings (docs/COMM.md).
+constexpr const char* kGlibcTunables =
+    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold="
+    "2147483647";
+
+const char* action_name(SweepAction a) {
+  switch (a) {
+    case SweepAction::SKIP:
+      return "skip";
+    case SweepAction::RUN:
+      return "run";
+    case SweepAction::RESUME:
+      return "resume";
+    case SweepAction::RESTART:
+      return "restart";
+  }
+  return "?";
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? int(n) : 1;
+}
+
+// The launch command around `gossamer train ...` for mpirun and (as srun would run it) slurm.
+std::vector<std::string> wrap(const SweepLauncher& l, const std::vector<std::string>& train) {
+  std::vector<std::string> argv;
+  const std::string np = std::to_string(l.ranks);
+  if (l.kind == SweepLauncherKind::MPIRUN) {
+    // The flags of scripts/mpirun.sh.
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    const int threads = std::max(1, available_cores() / l.ranks);
+    argv = {"mpirun"};
+    if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+    for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader"})
+      argv.push_back(a);
+    argv.push_back("-x");
+    argv.push_back(std::string("GLIBC_TUNABLES=") + kGlibcTunables);
+    argv.push_back("-x");
+    argv.push_back("OMP_NUM_THREADS=" + (omp && *omp ? std::string(omp) : std::to_string(threads)));
+    argv.push_back("-np");
+    argv.push_back(np);
+  } else if (l.kind == SweepLauncherKind::SLURM) {
+    argv = {"srun", "--mpi=pmix", "--kill-on-bad-exit=1", "--cpu-bind=none", "-n", np};
+  }
+  argv.insert(argv.end(), l.args.begin(), l.args.end());
+  argv.insert(argv.end(), train.begin(), train.end());
+  return argv;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    out.flush();
+    GOSSAMER_CHECK(out.good(), "cannot write %s", tmp.string().c_str());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  GOSSAMER_CHECK(!ec, "cannot write %s: %s", path.string().c_str(), ec.message().c_str());
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::string> tail_lines(const fs::path& path, size_t n) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > n) lines.pop_front();
+  }
+  return {lines.begin(), lines.end()};
+}
+
+std::string format_seconds(double s) {
+  if (s < 120) return strprintf("%.1f s", s);
+  return strprintf("%.1f min", s / 60);
+}
+
+}  // namespace
+
+std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& self_exe) {
+  const bool absolute = spec.launcher.kind == SweepLauncherKind::SLURM;
+  std::vector<SweepPlanItem> plan;
+  std::vector<std::string> stale;
+  for (const SweepPoint& p : spec.points) {
+    const PointState st = inspect_point(p, {});
+    const std::string dir = absolute ? fs::absolute(p.dir).lexically_normal().string() : p.dir;
+    SweepPlanItem item;
+    item.train_argv = {self_exe, "train", "-c", (fs::path(dir) / "point.json").string(),
+                       "--out",  dir};
+    if (st.finished) {
+      if (!st.config_diff.empty()) {
+        stale.push_back(p.name + " (" + st.config_diff + ")");
+        continue;
+      }
+      item.action = SweepAction::SKIP;
+      item.reason = strprintf("finished at step %lld", (long long)p.steps);
+    } else if (!st.config_diff.empty()) {
+      item.action = SweepAction::RESTART;
+      item.reason = "unfinished run of another config, " + st.config_diff;
+    } else if (st.checkpoint_step >= 0 && st.checkpoint_step < p.steps) {
+      item.action = SweepAction::RESUME;
+      item.reason = strprintf("checkpoint at step %lld of %lld", (long long)st.checkpoint_step,
+                              (long long)p.steps);
+      item.train_argv.push_back("--resume");
+      item.train_argv.push_back(dir);
+    } else if (st.checkpoint_step >= 0) {
+      item.action = SweepAction::RESTART;
+      item.reason =
+          strprintf("checkpoint at step %lld but metrics.jsonl lacks step %lld: from scratch",
+                    (long long)st.checkpoint_step, (long long)p.steps);
+    } else {
+      item.action = SweepAction::RUN;
+      item.reason = st.metrics.exists ? "unfinished, no checkpoint: from scratch" : "new";
+    }
+    item.argv = wrap(spec.launcher, item.train_argv);
+    plan.push_back(std::move(item));
+  }
+  if (!stale.empty()) {
+    std::string list;
+    for (const auto& s : stale) {
+      if (!list.empty()) list += "; ";
+      list += s;
+    }
+    fail(
+        "%s: finished point(s) in %s were run with another config: %s. Delete their "
+        "directories to rerun them, or choose another --out",
+        spec.source.c_str(), spec.out.c_str(), list.c_str());
+  }
+  return plan;
+}
+
+std::string sweep_sbatch_script(const SweepSpec& spec, const std::string& points_txt,
+                                size_t num_tasks, const std::string& workdir) {
+  const std::string out = fs::absolute(spec.out).lexically_normal().string();
+  const std::string np = std::to_string(spec.launcher.ranks);
+  std::string srun = "srun --mpi=pmix --kill-on-bad-exit=1 --cpu-bind=none -n " + np;
+  for (const auto& a : spec.launcher.args) srun += " " + shell_quote(a);
+  std::string s;
+  s += "#!/bin/bash\n";
+  s += "# Written by `gossamer sweep " + spec.source + "`: a Slurm array job, one task per point\n";
+  s += strprintf(
+      "# still to run (%zu of %zu; finished points are not in it). Task i runs line i+1\n",
+      num_tasks, spec.points.size());
+  s += "# of points.txt (\"POINT COMMAND...\") with srun on " + np +
+       " task(s) and appends its output to\n# " + out + "/POINT/train.log.\n";
+  s += "# Submit: sbatch " + out + "/sweep.sbatch\n";
+  s += "# Afterwards `gossamer sweep " + spec.source + " --out " + out +
+       "` skips the finished points,\n# resumes or reruns the others and writes the summary.\n";
+  s += "#SBATCH --job-name=gossamer-sweep-" + spec.name + "\n";
+  s += strprintf("#SBATCH --array=0-%zu\n", num_tasks - 1);
+  s += "#SBATCH --ntasks=" + np + "\n";
+  s += "#SBATCH --chdir=" + workdir + "\n";
+  s += "#SBATCH --output=" + out + "/slurm-%A_%a.out\n";
+  for (const auto& a : spec.launcher.sbatch) s += "#SBATCH " + a + "\n";
+  s += "set -euo pipefail\n";
+  s += std::string("export GLIBC_TUNABLES=\"${GLIBC_TUNABLES:-") + kGlibcTunables + "}\"\n";
+  s += "task=\"${SLURM_ARRAY_TASK_ID:?submit this script with sbatch (an array job)}\"\n";
+  s += "line=\"$(sed -n \"$((task + 1))p\" " + shell_quote(points_txt) + ")\"\n";
+  s += "[[ -n \"$line\" ]] || { echo \"sweep.sbatch: no line $((task + 1)) in " + points_txt +
+       "\" >&2; exit 1; }\n";
+  s += "read -r point cmd <<<\"$line\"\n";
+  s += "echo \"sweep.sbatch: task $task: point $point on $(hostname)\"\n";
+  s += "eval \"" + srun + " $cmd\" >>" + shell_quote(out) + "\"/$point/train.log\" 2>&1\n";
+  return s;
+}
+
+int run_sweep(const SweepSpec& spec, const SweepOptions& options) {
+  if (options.summarize_only) {
+    write_sweep_summary(spec);
+    return 0;
+  }
+  check_sweep_data(spec);
+  const SweepLauncher& l = spec.launcher;
+  if (l.kind == SweepLauncherKind::MPIRUN)
+    GOSSAMER_CHECK(!find_in_path("mpirun").empty(),
+                   "%s: launcher.kind \"mpirun\": mpirun not found in PATH (Open MPI; "
+                   "scripts/install-deps.sh installs it)",
+                   spec.source.c_str());
+  const std::vector<SweepPlanItem> plan = plan_sweep(spec, self_executable());
+  size_t to_run = 0;
+  for (const auto& item : plan) to_run += item.action != SweepAction::SKIP;
+  const bool slurm = l.kind == SweepLauncherKind::SLURM;
+  if (slurm) {
+    const std::string out = fs::absolute(spec.out).string(), cwd = fs::current_path().string();
+    GOSSAMER_CHECK(out.find_first_of(" \t\n") == std::string::npos &&
+                       cwd.find_first_of(" \t\n") == std::string::npos,
+                   "launcher.kind \"slurm\": the output directory %s and the working directory "
+                   "%s must not contain whitespace (#SBATCH lines cannot quote)",
+                   out.c_str(), cwd.c_str());
+  }
+
+  const std::string ranks =
+      l.kind == SweepLauncherKind::PLAIN ? "" : strprintf(" with %d rank(s)", l.ranks);
+  if (options.dry_run) {
+    std::printf("sweep %s: %zu point(s), %zu to run; launcher %s%s; out %s\n", spec.name.c_str(),
+                spec.points.size(), to_run, sweep_launcher_name(l.kind), ranks.c_str(),
+                spec.out.c_str());
+    for (size_t i = 0; i < plan.size(); ++i) {
+      std::printf("%s: %s (%s)\n", spec.points[i].name.c_str(), action_name(plan[i].action),
+                  plan[i].reason.c_str());
+      if (plan[i].action != SweepAction::SKIP)
+        std::printf("  %s\n", shell_join(plan[i].argv).c_str());
+    }
+    if (slurm && to_run > 0)
+      std::printf("would write %s/sweep.sbatch (array 0-%zu) and %s/points.txt\n", spec.out.c_str(),
+                  to_run - 1, spec.out.c_str());
+    return 0;
+  }
+
+  // Every point's directory and resolved config, before any launch.
+  std::error_code ec;
+  fs::create_directories(spec.out, ec);
+  GOSSAMER_CHECK(!ec && fs::is_directory(spec.out), "cannot create sweep directory %s: %s",
+                 spec.out.c_str(), ec ? ec.message().c_str() : "not a directory");
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].action == SweepAction::SKIP) continue;
+    const fs::path dir = spec.points[i].dir;
+    fs::create_directories(dir, ec);
+    GOSSAMER_CHECK(!ec, "cannot create %s: %s", dir.string().c_str(), ec.message().c_str());
+    if (plan[i].action == SweepAction::RESTART)
+      for (const char* f : {"checkpoints", "metrics.jsonl", "config.json", "sweep_status.json"})
+        fs::remove_all(dir / f, ec);
+    write_text(dir / "point.json", spec.points[i].config.dump(2) + "\n");
+  }
+  log_info("sweep %s: %zu point(s), %zu to run; launcher %s%s; out %s", spec.name.c_str(),
+           spec.points.size(), to_run, sweep_launcher_name(l.kind), ranks.c_str(),
+           spec.out.c_str());
+
+  if (slurm) {
+    for (size_t i = 0; i < plan.size(); ++i)
+      log_info("sweep: %s: %s (%s)", spec.points[i].name.c_str(),
+               plan[i].action == SweepAction::SKIP ? "skipped" : action_name(plan[i].action),
+               plan[i].reason.c_str());
+    const fs::path out = fs::absolute(spec.out).lexically_normal();
+    const fs::path sbatch = out / "sweep.sbatch", points_txt = out / "points.txt";
+    if (to_run == 0) {
+      fs::remove(sbatch, ec);
+      fs::remove(points_txt, ec);
+      log_info("sweep: every point is finished; nothing to submit");
+    } else {
+      std::string lines;
+      for (size_t i = 0; i < plan.size(); ++i)
+        if (plan[i].action != SweepAction::SKIP)
+          lines += spec.points[i].name + " " + shell_join(plan[i].train_argv) + "\n";
+      write_text(points_txt, lines);
+      write_text(sbatch, sweep_sbatch_script(spec, points_txt.string(), to_run,
+                                             fs::current_path().string()));
+      fs::permissions(sbatch, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add,
+                      ec);
+      log_info("sweep: wrote %s (array of %zu task(s), %d rank(s) each) and %s", sbatch.c_str(),
+               to_run, l.ranks, points_txt.c_str());
+      log_info(
+          "sweep: submit with `sbatch %s`; when the job is done, run this sweep again to "
+          "summarise (finished points are skipped)",
+          sbatch.c_str());
+    }
+    write_sweep_summary(spec);
+    return 0;
+  }
+
+  SweepSignalGuard guard;
+  std::vector<std::string> failed;
+  bool interrupted = false;
+  size_t launched = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const SweepPoint& p = spec.points[i];
+    const SweepPlanItem& item = plan[i];
+    if (item.action == SweepAction::SKIP) {
+      log_info("sweep: %s: skipped (%s)", p.name.c_str(), item.reason.c_str());
+      continue;
+    }
+    if (SweepSignalGuard::interrupted()) {
+      interrupted = true;
+      break;
+    }
+    ++launched;
+    const fs::path dir = p.dir, log = dir / "train.log", status = dir / "sweep_status.json";
+    fs::remove(status, ec);
+    log_info("sweep: [%zu/%zu] %s: %s (%s); output in %s", launched, to_run, p.name.c_str(),
+             action_name(item.action), item.reason.c_str(), log.c_str());
+    {
+      std::ofstream header(log, std::ios::app);
+      header << "# gossamer sweep " << now_utc() << ": " << shell_join(item.argv) << "\n";
+    }
+    Stopwatch clock;
+    ProcessExit e;
+    std::string start_error;
+    try {
+      e = wait_process(spawn_process(item.argv, log.string(), /*new_group=*/true));
+    } catch (const Error& err) {
+      start_error = err.what();
+      e.code = 127;
+    }
+    const double wall = clock.seconds();
+    const PointState st = inspect_point(p, {});
+    std::string outcome = "finished";
+    if (!st.finished || !e.ok())
+      outcome = (e.code == 130 || SweepSignalGuard::interrupted()) ? "interrupted" : "failed";
+    json record = {
+        {"status", outcome},    {"exit", start_error.empty() ? e.describe() : start_error},
+        {"exit_code", e.code},  {"signal", e.signal},
+        {"wall_s", wall},       {"action", action_name(item.action)},
+        {"command", item.argv}, {"ended", now_utc()}};
+    write_text(status, record.dump(2) + "\n");
+    if (outcome == "finished") {
+      const auto& m = st.metrics;
+      log_info("sweep: %s: finished in %s; loss %.4f at step %lld%s", p.name.c_str(),
+               format_seconds(wall).c_str(), m.losses.empty() ? 0.0 : m.losses.back(),
+               (long long)p.steps,
+               m.val_step >= 0 ? strprintf(", val loss %.4f", m.val_loss).c_str() : "");
+      continue;
+    }
+    if (outcome == "interrupted") {
+      log_warn("sweep: %s: interrupted (%s) after %s", p.name.c_str(), e.describe().c_str(),
+               format_seconds(wall).c_str());
+      interrupted = true;
+      break;
+    }
+    failed.push_back(p.name);
+    const std::string why =
+        !start_error.empty() ? start_error
+        : e.ok() ? strprintf("exit 0 but no checkpoint at step %lld with its metrics line",
+                             (long long)p.steps)
+                 : e.describe();
+    log_error("sweep: %s: FAILED (%s) after %s; last lines of %s:", p.name.c_str(), why.c_str(),
+              format_seconds(wall).c_str(), log.c_str());
+    for (const auto& line : tail_lines(log, 12)) std::fprintf(stderr, "    | %s\n", line.c_str());
+  }
+
+  write_sweep_summary(spec);
+  if (interrupted) {
+    log_warn(
+        "sweep: interrupted; run the same command again to continue (finished points are "
+        "skipped, interrupted ones resume from their checkpoint)");
+    return 130;
+  }
+  if (!failed.empty()) {
+    std::string list;
+    for (const auto& n : failed) {
+      if (!list.empty()) list += ", ";
+      list += n;
+    }
+    log_error(
+        "sweep: %zu of %zu point(s) failed: %s (logs: %s/POINT/train.log; run the sweep "
+        "again to retry them)",
+        failed.size(), spec.points.size(), list.c_str(), spec.out.c_str());
+    return 1;
+  }
+  log_info("sweep: all %zu point(s) finished; summary in %s/summary.md", spec.points.size(),
+           spec.out.c_str());
+  return 0;
+}
+
+}  // namespace gossamer::sweep
