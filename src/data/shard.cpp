@@ -1,6 +1,5 @@
-// Token shard writer and reader (layout in shard.h). The writer is atomic: it writes
-// `<path>.tmp` in the same directory, fsyncs it and renames it over `path`, so a reader never
-// sees a half-written shard; on any failure the temporary file is removed.
+// Token shard writer and reader (layout in shard.h). The writer is atomic (io/atomic_file.h):
+// a reader never sees a half-written shard, and a failure leaves no temporary file behind.
 // The reader validates the header against the exact file length before any token is served,
 // then keeps a read-only mmap of the whole file for the reader's lifetime.
 // Shards are little-endian (llm.c's layout); big-endian hosts are rejected at compile time.
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 namespace gossamer::data {
 
@@ -28,40 +28,6 @@ static_assert(std::endian::native == std::endian::little, "token shards are litt
 namespace {
 
 constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
-
-// Closes fd (if open) and removes the temporary file, keeping errno of the original failure.
-void abandon_tmp(int fd, const std::string& tmp) {
-  const int saved = errno;
-  if (fd >= 0) ::close(fd);
-  ::unlink(tmp.c_str());
-  errno = saved;
-}
-
-// Writes all of [data, data + n) to fd; returns false with errno set on failure.
-bool write_all(int fd, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (w == 0) {
-      errno = EIO;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 }  // namespace
 
@@ -88,42 +54,20 @@ void write_shard(const std::string& path, std::span<const uint32_t> tokens, int 
   header[1] = version;
   header[2] = static_cast<int32_t>(tokens.size());
 
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fail("shard %s: cannot create %s: %s", path.c_str(), tmp.c_str(), std::strerror(errno));
-
-  auto failed = [&](const char* what) {
-    abandon_tmp(fd, tmp);
-    fail("shard %s: %s %s: %s", path.c_str(), what, tmp.c_str(), std::strerror(errno));
-  };
-  if (!write_all(fd, header, sizeof(header))) failed("cannot write");
+  io::AtomicFile out(path);
+  out.write(header, sizeof(header));
   if (version == kShardVersionU32) {
-    if (!write_all(fd, tokens.data(), tokens.size_bytes())) failed("cannot write");
+    out.write(tokens.data(), tokens.size_bytes());
   } else {
     constexpr size_t kChunk = size_t{1} << 16;
     std::vector<uint16_t> buf(std::min(kChunk, tokens.size()));
     for (size_t i = 0; i < tokens.size(); i += kChunk) {
       const size_t n = std::min(kChunk, tokens.size() - i);
       for (size_t j = 0; j < n; ++j) buf[j] = static_cast<uint16_t>(tokens[i + j]);
-      if (!write_all(fd, buf.data(), n * sizeof(uint16_t))) failed("cannot write");
+      out.write(buf.data(), n * sizeof(uint16_t));
     }
   }
-  if (::fsync(fd) != 0) failed("cannot fsync");
-  if (::close(fd) != 0) {  // close() releases fd even when it fails
-    abandon_tmp(-1, tmp);
-    fail("shard %s: cannot close %s: %s", path.c_str(), tmp.c_str(), std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    abandon_tmp(-1, tmp);
-    fail("shard %s: cannot rename %s to it: %s", path.c_str(), tmp.c_str(), std::strerror(errno));
-  }
-  // Make the rename durable; best effort (some file systems refuse fsync on a directory).
-  const int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  out.commit();
 }
 
 ShardReader::ShardReader(const std::string& path) : path_(path) {

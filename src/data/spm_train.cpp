@@ -8,12 +8,9 @@
 // its minimum log level (1: warnings and errors only).
 #include "data/spm_train.h"
 
-#include <fcntl.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <climits>
@@ -25,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/atomic_file.h"
 
 namespace gossamer::data {
 
@@ -88,34 +86,6 @@ class LineIterator final : public sentencepiece::SentenceIterator {
   uint64_t sentences_ = 0, bytes_ = 0;
   sentencepiece::util::Status status_;
 };
-
-// Writes bytes to a new temporary file next to `path` and returns its name; throws naming
-// `path` (removing the temporary file) on failure.
-std::string write_tmp(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("spm training: cannot create %s: %s", tmp.c_str(), std::strerror(errno));
-  const char* p = bytes.data();
-  size_t left = bytes.size();
-  int err = 0;  // errno of the first failure
-  while (err == 0 && left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      err = w < 0 ? errno : EIO;
-      break;
-    }
-    p += w;
-    left -= size_t(w);
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    fail("spm training: cannot write %s: %s", tmp.c_str(), std::strerror(err));
-  }
-  return tmp;
-}
 
 // The .vocab text spm_train writes: "piece<TAB>score" per id.
 std::string vocab_text(const std::string& serialized_model) {
@@ -199,24 +169,12 @@ SpmTrainStats spm_train(const SpmTrainOptions& opt) {
   stats.sentences = lines.sentences();
   stats.bytes = lines.bytes();
 
-  const std::string vocab_tmp = write_tmp(stats.vocab_path, vocab_text(model));
-  std::string model_tmp;
-  try {
-    model_tmp = write_tmp(stats.model_path, model);
-  } catch (...) {
-    ::unlink(vocab_tmp.c_str());
-    throw;
-  }
-  for (const auto& [tmp, path] :
-       {std::pair{vocab_tmp, stats.vocab_path}, std::pair{model_tmp, stats.model_path}}) {
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      const int saved = errno;
-      ::unlink(vocab_tmp.c_str());
-      ::unlink(model_tmp.c_str());
-      fail("spm training: cannot rename %s to %s: %s", tmp.c_str(), path.c_str(),
-           std::strerror(saved));
-    }
-  }
+  // Both files are complete on disk before either replaces an older one.
+  io::AtomicFile vocab_file(stats.vocab_path), model_file(stats.model_path);
+  vocab_file.write(vocab_text(model));
+  model_file.write(model);
+  vocab_file.commit();
+  model_file.commit();
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log_info("spm training: %" PRIu64 " lines, %" PRIu64 " bytes -> %s, %s in %.2f s",
            stats.sentences, stats.bytes, stats.model_path.c_str(), stats.vocab_path.c_str(),

@@ -1,7 +1,7 @@
 // Implementation of the safetensors reader (mmap + full header validation) and writer
-// (tmp file + fsync + rename). The header is parsed with nlohmann::json; a parser callback
-// rejects duplicate keys, which nlohmann would otherwise silently resolve to the last one.
-// Every error message starts with "safetensors file 'PATH'" and names the tensor if any.
+// (io/atomic_file.h: temporary file, fsync, rename). The header is parsed with nlohmann::json; a
+// parser callback rejects duplicate keys, which nlohmann would otherwise silently resolve to the
+// last one. Every error message starts with "safetensors file 'PATH'" and names the tensor if any.
 #include "io/safetensors.h"
 
 #include <fcntl.h>
@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors I/O assumes a little-endian host");
@@ -586,32 +587,6 @@ void check_utf8(const std::string& s, const char* what) {
   }
 }
 
-// Removes the temporary file unless released (after a successful rename).
-struct TmpFile {
-  std::string path;
-  int fd = -1;
-  bool armed = true;
-  ~TmpFile() {
-    if (fd >= 0) ::close(fd);
-    if (armed) ::unlink(path.c_str());
-  }
-};
-
-void write_all(TmpFile& f, const void* data, uint64_t n, const std::string& final_path) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  while (n > 0) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, uint64_t{1} << 30));
-    ssize_t w = ::write(f.fd, p, chunk);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail("safetensors file '%s': cannot write '%s': %s", final_path.c_str(), f.path.c_str(),
-           std::strerror(errno));
-    }
-    p += w;
-    n -= static_cast<uint64_t>(w);
-  }
-}
-
 }  // namespace
 
 void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& shape,
@@ -671,40 +646,11 @@ void SafetensorsWriter::write(const std::string& path) const {
   h.append((8 - h.size() % 8) % 8, ' ');
   const uint64_t header_len = h.size();
 
-  TmpFile f;
-  f.path = path + ".tmp";
-  f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (f.fd < 0) {
-    int err = errno;
-    f.armed = false;  // nothing was created
-    fail("safetensors file '%s': cannot create '%s': %s", path.c_str(), f.path.c_str(),
-         std::strerror(err));
-  }
-  write_all(f, &header_len, 8, path);
-  write_all(f, h.data(), h.size(), path);
-  for (const Entry& e : entries_) write_all(f, e.data, e.nbytes, path);
-  if (::fsync(f.fd) != 0) {
-    fail("safetensors file '%s': fsync of '%s' failed: %s", path.c_str(), f.path.c_str(),
-         std::strerror(errno));
-  }
-  int fd = std::exchange(f.fd, -1);
-  if (::close(fd) != 0) {
-    fail("safetensors file '%s': close of '%s' failed: %s", path.c_str(), f.path.c_str(),
-         std::strerror(errno));
-  }
-  if (::rename(f.path.c_str(), path.c_str()) != 0) {
-    fail("safetensors file '%s': cannot rename '%s' onto it: %s", path.c_str(), f.path.c_str(),
-         std::strerror(errno));
-  }
-  f.armed = false;
-  // Make the rename durable; best effort (the file itself is complete either way).
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  AtomicFile f(path);
+  f.write(&header_len, 8);
+  f.write(h);
+  for (const Entry& e : entries_) f.write(e.data, e.nbytes);
+  f.commit();
 }
 
 }  // namespace gossamer::io

@@ -4,8 +4,8 @@
 // Invariant: a SafetensorsReader that constructed successfully has validated every entry
 // (dtype, shape, sizes, bounds, and that the tensors tile the buffer exactly with no overlap
 // and no gap, as the reference implementation requires), so accessors never see bad data.
-// SafetensorsWriter never leaves a partial file under the final path: it writes
-// `path.tmp` in the same directory, fsyncs and renames.
+// SafetensorsWriter never leaves a partial file under the final path: it writes through
+// io::AtomicFile (temporary sibling, fsync, rename, directory fsync).
 #pragma once
 
 #include <cstddef>
@@ -115,9 +115,9 @@ class SafetensorsWriter {
   void add(const std::string& name, DType dtype, const Shape& shape, const void* data);
   void set_metadata(const std::string& key, const std::string& value);  // overwrites
   // Header: {"__metadata__": {...} (if any), tensors in the order added}, compact JSON padded
-  // with spaces to a multiple of 8 bytes; data in the order added, contiguous. Writes
-  // `path + ".tmp"`, fsyncs, renames onto `path`; on failure removes the .tmp and throws an
-  // Error naming the path and strerror. Can be called more than once.
+  // with spaces to a multiple of 8 bytes; data in the order added, contiguous. Written through
+  // io::AtomicFile; on failure nothing is left behind and an Error names the path and strerror.
+  // Can be called more than once.
   void write(const std::string& path) const;
 
  private:

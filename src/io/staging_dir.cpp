@@ -11,20 +11,11 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 namespace gossamer::io {
 
 namespace fs = std::filesystem;
-
-namespace {
-void fsync_path(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-}  // namespace
 
 StagingDir::StagingDir(const std::string& final_dir, bool force, const std::string& marker,
                        const std::string& what)
@@ -69,27 +60,13 @@ StagingDir::~StagingDir() {
 
 void StagingDir::write_file(const std::string& name, const std::string& bytes) const {
   const fs::path full = fs::path(tmp_) / name;
-  const std::string path = full.string();
   std::error_code ec;
   fs::create_directories(full.parent_path(), ec);  // "tokenizer/encoder.json"
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  GOSSAMER_CHECK(fd >= 0, "%s: cannot create %s: %s", what_.c_str(), path.c_str(),
-                 std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("%s: cannot write %s: %s", what_.c_str(), path.c_str(), std::strerror(err));
-    }
-    done += size_t(w);
+  try {
+    write_file_atomically(full.string(), bytes);
+  } catch (const Error& e) {
+    fail("%s: %s", what_.c_str(), e.what());
   }
-  const bool synced = ::fsync(fd) == 0;
-  const int err = errno;
-  GOSSAMER_CHECK(::close(fd) == 0 && synced, "%s: cannot write %s: %s", what_.c_str(), path.c_str(),
-                 std::strerror(err));
 }
 
 void StagingDir::copy_file(const std::string& src, const std::string& name) const {
@@ -103,7 +80,7 @@ void StagingDir::copy_file(const std::string& src, const std::string& name) cons
 
 void StagingDir::commit() {
   GOSSAMER_CHECK(!committed_, "%s: %s committed twice", what_.c_str(), final_.c_str());
-  fsync_path(tmp_);
+  fsync_directory(tmp_);
   const fs::path final_path(final_);
   std::error_code ec;
   fs::path old;
@@ -124,7 +101,7 @@ void StagingDir::commit() {
          msg.c_str());
   }
   committed_ = true;
-  fsync_path(final_path.parent_path().empty() ? fs::path(".") : final_path.parent_path());
+  fsync_directory(parent_directory(final_));
   if (!old.empty()) fs::remove_all(old, ec);
 }
 

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "io/atomic_file.h"
 #include "sweep/process.h"
 #include "sweep/summary.h"
 
@@ -84,17 +85,7 @@ std::vector<std::string> wrap(const SweepLauncher& l, const std::vector<std::str
 }
 
 void write_text(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    out.flush();
-    GOSSAMER_CHECK(out.good(), "cannot write %s", tmp.string().c_str());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  GOSSAMER_CHECK(!ec, "cannot write %s: %s", path.string().c_str(), ec.message().c_str());
+  io::write_file_atomically(path.string(), text);
 }
 
 std::string now_utc() {

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/atomic_file.h"
 #include "sweep/process.h"
 #include "train/step_telemetry.h"
 
@@ -45,20 +46,6 @@ const json* find_path(const json& j, const std::string& dotted) {
     if (dot == std::string::npos) return node;
     start = dot + 1;
   }
-}
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    out.flush();
-    GOSSAMER_CHECK(out.good(), "cannot write %s", tmp.string().c_str());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  GOSSAMER_CHECK(!ec, "cannot write %s: %s", path.string().c_str(), ec.message().c_str());
 }
 
 std::string csv_field(const std::string& s) {
@@ -379,8 +366,8 @@ SweepSummary write_sweep_summary(const SweepSpec& spec) {
     }
     fs::remove(plot_log, ec);
   }
-  write_file_atomically(out / "summary.csv", summary_csv(spec, s));
-  write_file_atomically(out / "summary.md", summary_markdown(spec, s));
+  io::write_file_atomically((out / "summary.csv").string(), summary_csv(spec, s));
+  io::write_file_atomically((out / "summary.md").string(), summary_markdown(spec, s));
   log_info("sweep: wrote %s/summary.csv, summary.md%s", out.string().c_str(),
            fs::exists(png) ? ", loss.png" : "");
   return s;

@@ -8,7 +8,9 @@
 #include "comm/single_communicator.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
+#include "io/staging_dir.h"
 
 namespace gossamer::train {
 
@@ -39,13 +41,6 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& run_d
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-void write_text_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.flush();
-  GOSSAMER_CHECK(out.good(), "%s: write failed", path.c_str());
 }
 
 json read_json_file(const fs::path& path) {
@@ -143,16 +138,16 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
   if (comm.rank() != 0) return "";
 
   const fs::path dir = fs::path(run_dir) / "checkpoints";
-  const fs::path final_dir = dir / step_name(state.step);
-  const fs::path tmp_dir = dir / strprintf(".%s.tmp", step_name(state.step).c_str());
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  const bool created = fs::create_directories(dir, ec);
   GOSSAMER_CHECK(!ec, "%s: cannot create checkpoint directory: %s", dir.c_str(),
                  ec.message().c_str());
-  fs::remove_all(tmp_dir, ec);
-  fs::create_directory(tmp_dir, ec);
-  GOSSAMER_CHECK(!ec, "%s: cannot create directory: %s", tmp_dir.c_str(), ec.message().c_str());
-
+  if (created) io::fsync_directory(run_dir);
+  // A directory step_N is complete whenever it exists: files are written into a staging
+  // directory, each fsynced, and the directory is renamed into place and the parent synced.
+  io::StagingDir staging((dir / step_name(state.step)).string(), /*force=*/true, "trainer.json",
+                         "checkpoint");
+  const fs::path tmp_dir = staging.path();
   write_model_weights((tmp_dir / "model.safetensors").string(), model, config);
 
   io::SafetensorsWriter opt;
@@ -162,14 +157,9 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
     opt.add(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
   opt.write((tmp_dir / "optimizer.safetensors").string());
 
-  const json trainer = trainer_state_json(state, config);
-  write_text_file(tmp_dir / "trainer.json", trainer.dump(2) + "\n");
-
-  fs::remove_all(final_dir, ec);
-  fs::rename(tmp_dir, final_dir, ec);
-  GOSSAMER_CHECK(!ec, "%s: cannot rename checkpoint into place: %s", final_dir.c_str(),
-                 ec.message().c_str());
-  return final_dir.string();
+  staging.write_file("trainer.json", trainer_state_json(state, config).dump(2) + "\n");
+  staging.commit();
+  return staging.final_path();
 }
 
 std::string save_checkpoint(const std::string& run_dir, const model::Model& model,

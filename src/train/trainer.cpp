@@ -21,6 +21,7 @@
 #include "eval/evaluate.h"
 #include "eval/sampler.h"
 #include "hf/import.h"
+#include "io/atomic_file.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
@@ -61,16 +62,7 @@ void prepare_run_dir(const std::string& dir, const json& config) {
   fs::create_directories(dir, ec);
   GOSSAMER_CHECK(!ec && fs::is_directory(dir), "train.out_dir: cannot create run directory %s: %s",
                  dir.c_str(), ec ? ec.message().c_str() : "not a directory");
-  const fs::path tmp = fs::path(dir) / ".config.json.tmp";
-  {
-    std::ofstream out(tmp);
-    out << config.dump(2) << "\n";
-    out.flush();
-    GOSSAMER_CHECK(out.good(), "train.out_dir: cannot write into run directory %s", dir.c_str());
-  }
-  fs::rename(tmp, fs::path(dir) / "config.json", ec);
-  GOSSAMER_CHECK(!ec, "train.out_dir: cannot write %s/config.json: %s", dir.c_str(),
-                 ec.message().c_str());
+  io::write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
 }
 
 // A multi-rank job stopping on a signal has this long to finish its step and checkpoint.

@@ -57,7 +57,7 @@ TEST(Shard, RoundTripVersion1) {
   const std::string path = dir.file("v1.bin");
   write_shard(path, tokens, kShardVersionU16);
   EXPECT_EQ(fs::file_size(path), 1024u + 2 * tokens.size());
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(gossamer::testing::temporaries_in(dir.path()), std::vector<std::string>{});
   ShardReader r(path);
   EXPECT_EQ(r.path(), path);
   EXPECT_EQ(r.version(), 1);
@@ -105,7 +105,7 @@ TEST(Shard, WriteErrors) {
   expect_error([&] { write_shard(path, tokens, kShardVersionU16); },
                {path, "70000", "offset 2", "65535"});
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(gossamer::testing::temporaries_in(dir.path()), std::vector<std::string>{});
   expect_error([&] { write_shard(path, tokens, 3); }, {path, "version 3"});
   const std::string nodir = dir.file("no/such/dir/x.bin");
   expect_error([&] { write_shard(nodir, tokens); }, {nodir, "No such file or directory"});
@@ -117,7 +117,7 @@ TEST(Shard, OverwriteIsAtomicReplace) {
   write_shard(path, std::vector<uint32_t>{1, 2, 3});
   write_shard(path, std::vector<uint32_t>{4, 5});
   EXPECT_EQ(read_all(ShardReader(path)), (std::vector<int32_t>{4, 5}));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(gossamer::testing::temporaries_in(dir.path()), std::vector<std::string>{});
 }
 
 TEST(Shard, ReadOutOfRange) {

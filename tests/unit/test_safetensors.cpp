@@ -573,11 +573,11 @@ TEST(Safetensors, WriteLeavesNoTmpAndOverwrites) {
   w1.add("v", DType::DTYPE_F32, {3}, v1.data());
   w1.write(path);
   EXPECT_TRUE(fs::exists(path));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(gossamer::testing::temporaries_in(dir.path()), std::vector<std::string>{});
   SafetensorsWriter w2;
   w2.add("v", DType::DTYPE_F32, {2}, v2.data());
   w2.write(path);
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(gossamer::testing::temporaries_in(dir.path()), std::vector<std::string>{});
   EXPECT_EQ(SafetensorsReader(path).read_as<float>("v", {2}), v2);
   // Only the target file is in the directory.
   size_t n = 0;
@@ -622,7 +622,7 @@ TEST(Safetensors, FailedRenameRemovesTmp) {
   w.add("x", DType::DTYPE_F32, {1}, &x);
   std::string msg = error_of([&] { w.write(path); });
   EXPECT_TRUE(contains(msg, path) && contains(msg, "rename")) << msg;
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(gossamer::testing::temporaries_in(dir.path()), std::vector<std::string>{});
   EXPECT_TRUE(fs::is_directory(path + "/child"));
 }
 

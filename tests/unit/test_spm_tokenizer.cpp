@@ -184,8 +184,8 @@ TEST_F(SpmTest, TrainedFilesAndSpecialPieces) {
     const std::string path = model(type, bf);
     const std::string prefix = path.substr(0, path.size() - 6);
     EXPECT_TRUE(fs::exists(prefix + ".vocab"));
-    EXPECT_FALSE(fs::exists(path + ".tmp"));
-    EXPECT_FALSE(fs::exists(prefix + ".vocab.tmp"));
+    EXPECT_EQ(gossamer::testing::temporaries_in(fs::path(path).parent_path().string()),
+              std::vector<std::string>{});
     const auto tok = load(type, bf);
     EXPECT_EQ(tok->vocab_size(), 600u);
     EXPECT_EQ(tok->name(), "spm:" + path);

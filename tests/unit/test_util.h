@@ -1,5 +1,6 @@
-// Helpers shared by the unit tests: a temporary directory removed at scope exit, and a check
-// that a call throws gossamer::Error with a message containing given parts.
+// Helpers shared by the unit tests: a temporary directory removed at scope exit, a check that
+// a call throws gossamer::Error with a message containing given parts, and the temporary files
+// an atomic write may have left in a directory.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -51,6 +52,18 @@ inline void expect_error(const std::function<void()>& fn,
     return;
   }
   ADD_FAILURE() << "expected a gossamer::Error";
+}
+
+// Entries of `dir` (not recursive) whose name holds ".tmp": what an interrupted or failed
+// atomic write (io/atomic_file.h, io/staging_dir.h) would leave behind.
+inline std::vector<std::string> temporaries_in(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp") != std::string::npos) out.push_back(name);
+  }
+  return out;
 }
 
 }  // namespace gossamer::testing
