@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "train/config_visitors.h"
 
 namespace gossamer::train {
 
@@ -18,82 +19,8 @@ using nlohmann::json;
 
 namespace {
 
-template <class T>
-const char* type_name() {
-  if constexpr (std::is_same_v<T, bool>)
-    return "a boolean";
-  else if constexpr (std::is_same_v<T, std::string>)
-    return "a string";
-  else if constexpr (std::is_floating_point_v<T>)
-    return "a number";
-  else if constexpr (std::is_unsigned_v<T>)
-    return "a non-negative integer";
-  else
-    return "an integer";
-}
-
-const char* json_kind(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "integer";
-    case json::value_t::number_float:
-      return "number";
-    case json::value_t::object:
-      return "object";
-    case json::value_t::array:
-      return "array";
-    default:
-      return "value";
-  }
-}
-
-template <class T>
-T convert(const json& j, const std::string& where) {
-  auto mismatch = [&]() {
-    fail("%s: expected %s, found %s %s", where.c_str(), type_name<T>(), json_kind(j),
-         j.dump().c_str());
-  };
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!j.is_boolean()) mismatch();
-    return j.get<bool>();
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    if (!j.is_string()) mismatch();
-    return j.get<std::string>();
-  } else if constexpr (std::is_floating_point_v<T>) {
-    if (!j.is_number()) mismatch();
-    return j.get<T>();
-  } else {
-    if (!j.is_number()) mismatch();
-    long double x = j.is_number_float()      ? (long double)j.get<double>()
-                    : j.is_number_unsigned() ? (long double)j.get<uint64_t>()
-                                             : (long double)j.get<int64_t>();
-    if (std::floor(x) != x || x < (long double)std::numeric_limits<T>::min() ||
-        x > (long double)std::numeric_limits<T>::max())
-      mismatch();
-    return static_cast<T>(x);
-  }
-}
-
-// Reads one section's fields from a JSON object, remembering which keys it knows.
-struct SectionReader {
-  const json& obj;
-  std::string prefix;  // "source: section."
-  std::vector<std::string> known;
-
-  template <class T>
-  void operator()(const char* key, T& field, const char* /*doc*/) {
-    known.emplace_back(key);
-    auto it = obj.find(key);
-    if (it != obj.end()) field = convert<T>(*it, prefix + key);
-  }
-};
+using config_detail::json_kind;
+using config_detail::SectionReader;
 
 struct ConfigReader {
   const json& root;
@@ -104,29 +31,7 @@ struct ConfigReader {
   void section(const char* name, S& s) {
     sections.emplace_back(name);
     auto it = root.find(name);
-    if (it == root.end()) return;
-    const std::string where = source + ": " + name;
-    GOSSAMER_CHECK(it->is_object(), "%s: expected an object, found %s", where.c_str(),
-                   json_kind(*it));
-    SectionReader r{*it, where + ".", {}};
-    s.visit(r);
-    for (const auto& [key, value] : it->items()) {
-      bool ok = false;
-      for (const auto& k : r.known) ok = ok || k == key;
-      if (!ok) {
-        std::string list;
-        for (const auto& k : r.known) list += (list.empty() ? "" : ", ") + k;
-        fail("%s.%s: unknown key (keys of %s: %s)", where.c_str(), key.c_str(), name, list.c_str());
-      }
-    }
-  }
-};
-
-struct SectionWriter {
-  json& obj;
-  template <class T>
-  void operator()(const char* key, T& field, const char*) {
-    obj[key] = field;
+    if (it != root.end()) SectionReader::read_section(*it, source + ": " + name, s);
   }
 };
 
@@ -135,21 +40,9 @@ struct ConfigWriter {
   template <class S>
   void section(const char* name, S& s) {
     json obj = json::object();
-    SectionWriter w{obj};
+    config_detail::SectionWriter w{obj};
     s.visit(w);
     root[name] = std::move(obj);
-  }
-};
-
-struct DocSection {
-  std::ostringstream& out;
-  std::string name;
-  template <class T>
-  void operator()(const char* key, T& field, const char* doc) {
-    json value = field;
-    const std::string type = type_name<T>();  // without its article
-    out << "| `" << name << "." << key << "` | " << type.substr(type.find(' ') + 1) << " | `"
-        << value.dump() << "` | " << doc << " |\n";
   }
 };
 
@@ -158,7 +51,7 @@ struct DocWriter {
   template <class S>
   void section(const char* name, S& s) {
     out << "\n## `" << name << "`\n\n| key | type | default | meaning |\n|---|---|---|---|\n";
-    DocSection d{out, name};
+    config_detail::DocSection d{out, std::string(name) + "."};
     s.visit(d);
   }
 };
