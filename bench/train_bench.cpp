@@ -21,6 +21,8 @@
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
 #include "model/model.h"
+#include "optim/registry.h"
+#include "train/mfu.h"
 #include "train/train_step.h"
 
 namespace gossamer::bench {
@@ -34,7 +36,8 @@ double median(std::vector<double> v) {
 
 int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   config.parallel.validate();
-  auto comm_ptr = comm::make_communicator(config.parallel.backend);
+  auto comm_ptr =
+      comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);
   comm::Communicator& comm = *comm_ptr;
   log_set_rank(comm.rank());
   comm.set_timeout(config.parallel.timeout_s);
@@ -47,8 +50,9 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   auto model_ptr = model::make_model(config.model, B, T, ops);
   model::Model& model = *model_ptr;
   model.init_weights(config.train.seed);
-  auto optimizer =
-      optim::make_optimizer(config.optimizer, config.parallel, model.layout(), ops, comm);
+  auto optimizer = optim::make_optimizer({config.optimizer, config.parallel, model.layout(), ops,
+                                          comm, comm, config.train.seed, config.train.steps});
+  optimizer->attach(model.params(), model.grads());
 
   HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   Rng rng(config.train.seed, uint64_t(comm.rank()));
@@ -56,7 +60,7 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
     inputs[i] = int32_t(rng.below(config.model.vocab_size));
     targets[i] = int32_t(rng.below(config.model.vocab_size));
   }
-  const double peak = kernels::cpu::gemm_peak_gflops_measured();
+  train::MfuMeter mfu(kernels::cpu::gemm_peak_gflops_measured(), world, "measured sgemm");
   const double flops_per_token = model::flops_per_token(model, T);
 
   std::vector<double> step_s, fwd_s, bwd_s, opt_s, wait_s, sent;
@@ -83,7 +87,8 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   const double med = median(step_s);
   const double tok_s = double(B) * T * double(accum) * world / med;
   const double achieved = flops_per_token * tok_s / 1e9;
-  const double machine_peak = peak * world;  // each rank measured its own share
+  const double utilisation = mfu.mfu(flops_per_token * tok_s);
+  const double machine_peak = mfu.peak_gflops() * world;  // each rank measured its own share
   if (comm.rank() == 0) {
     std::printf(
         "| model | params | B | T | accum | ranks | threads/rank | zero | overlap | wire | step ms "
@@ -98,11 +103,11 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
         config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
         model.layout().total() / 1e6, B, T, (long long)accum, world, omp_get_max_threads(),
         config.parallel.zero_stage, config.parallel.overlap ? "yes" : "no",
-        config.parallel.comm_dtype.c_str(), 1e3 * med,
+        std::string(enum_name(config.parallel.comm_dtype)).c_str(), 1e3 * med,
         1e3 * *std::min_element(step_s.begin(), step_s.end()),
         1e3 * *std::max_element(step_s.begin(), step_s.end()), 1e3 * median(fwd_s),
         1e3 * median(bwd_s), 1e3 * median(opt_s), 1e3 * median(wait_s), median(sent) / 1e6, tok_s,
-        achieved, machine_peak, 100.0 * achieved / machine_peak);
+        achieved, machine_peak, 100.0 * utilisation);
     std::fflush(stdout);
   }
   log_info("final loss %.4f (synthetic tokens; a sanity value, not a result)", loss);

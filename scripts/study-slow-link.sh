@@ -13,7 +13,7 @@ out=runs/study-slow-link
 mkdir -p "$out"
 common=(-c configs/quickstart.json --set data.micro_batch=2 --set train.steps=40
         --set train.eval_every=0 --set train.sample_every=0 --set train.checkpoint_every=0
-        --set train.log_every=10 --set parallel.zero_stage=1 --set optimizer.dense_warmup_steps=10)
+        --set train.log_every=10 --set parallel.zero_stage=1)
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, 4 ranks x 1 thread, model configs/quickstart.json (7.24M parameters), 8 x 128 tokens per step; medians over steps 16-40"
 echo "| link (per-rank egress, emulated) | method | step time (median) | exposed comm (median) | share of step | bytes sent per step | speed-up vs AdamW |"
 echo "|---|---|---|---|---|---|---|"
@@ -21,7 +21,8 @@ for rate in "${rates[@]}"; do
   base=""
   for method in adamw scape99; do
     args=(--set optimizer.name=adamw)
-    [[ $method == scape99 ]] && args=(--set optimizer.name=scape --set optimizer.sparsity=0.99 --set optimizer.mask_score=momentum_residual)
+    [[ $method == scape99 ]] && args=(--set optimizer.name=scape --set optimizer.scape.dense_warmup_steps=10
+                                    --set optimizer.scape.sparsity=0.99 --set optimizer.scape.mask_score=momentum_residual)
     dir="$out/$rate-$method"
     rm -rf "$dir"
     scripts/emulate-network.sh --rate "$rate" -- -np 4 -x OMP_NUM_THREADS=1 \

@@ -5,17 +5,21 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/enum_names.h"
+#include "kernels/cpu/gemm.h"
 
 namespace gossamer::kernels::cpu {
 
 struct KernelsConfig {
-  std::string gemm = "auto";
+  GemmBackend gemm = GemmBackend::GEMM_BACKEND_AUTO;
   int threads = 0;
 
   template <class V>
   void visit(V& v) {
-    v("gemm", gemm,
-      "CPU matrix-product backend: \"auto\" (fixed per-shape rule), \"onednn\" or \"openblas\"");
+    v("gemm", gemm, "CPU matrix-product backend (auto: a fixed per-shape rule, docs/PERF.md)");
     v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
   }
   // Throws gossamer::Error naming the key (prefixed by `path`) when invalid.
@@ -27,3 +31,13 @@ struct KernelsConfig {
 void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node = 1);
 
 }  // namespace gossamer::kernels::cpu
+
+namespace gossamer {
+template <>
+struct EnumNames<kernels::cpu::GemmBackend> {
+  static constexpr std::pair<kernels::cpu::GemmBackend, std::string_view> values[] = {
+      {kernels::cpu::GemmBackend::GEMM_BACKEND_AUTO, "auto"},
+      {kernels::cpu::GemmBackend::GEMM_BACKEND_ONEDNN, "onednn"},
+      {kernels::cpu::GemmBackend::GEMM_BACKEND_OPENBLAS, "openblas"}};
+};
+}  // namespace gossamer

@@ -45,9 +45,11 @@ void gemm_with_impl(GemmImpl impl, bool trans_a, bool trans_b, int M, int N, int
                     const float* A, int lda, const float* B, int ldb, float beta, float* C,
                     int ldc);
 
-// Median sgemm rate (GFLOP/s) of the current backend on a large GPT-2 training shape
-// (M=2048, N=3072, K=768, forward layout), after one warm-up call. Allocates its own buffers
-// and takes about a second: call it once at start-up (MFU denominator), never per step.
+// Best sgemm rate (GFLOP/s) of the current backend on a large GPT-2 training shape
+// (M=2048, N=3072, K=768, forward layout) over `repeats` calls, after a warm-up of at least
+// three calls and 0.2 s (interference only slows a call, so the fastest is the estimate).
+// Allocates its own buffers and takes about a second: call it once at start-up (MFU
+// denominator), never per step.
 double gemm_peak_gflops_measured(int repeats = 5);
 
 template <class T>

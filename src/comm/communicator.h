@@ -21,6 +21,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/enum_names.h"
 
 namespace gossamer::comm {
 
@@ -152,9 +156,40 @@ class Communicator {
 // Exit code of a job ended because a peer rank failed or a collective timed out.
 inline constexpr int kExitPeerFailure = 3;
 
-// backend: "auto" | "single" | "mpi" | "nccl". auto = nccl when built with CUDA and a GPU is
-// visible, else mpi when launched by mpirun/srun with more than one rank, else single. The
-// choice is logged. Throws gossamer::Error naming parallel.backend when unavailable.
-std::unique_ptr<Communicator> make_communicator(const std::string& backend);
+// parallel.backend.
+enum class Backend { BACKEND_AUTO, BACKEND_SINGLE, BACKEND_MPI, BACKEND_NCCL };
+// Where the buffers a communicator moves live: NCCL moves device memory only.
+enum class BufferLocation { BUFFER_LOCATION_HOST, BUFFER_LOCATION_DEVICE };
+
+// The backend `requested` resolves to for buffers in `where`, and why (for the log):
+// auto = nccl for device buffers when built with NCCL and a GPU is visible; for host buffers
+// never nccl: mpi when a launcher started this process with (possibly) more ranks, else
+// single. A pure function of its arguments; throws gossamer::Error naming parallel.backend
+// when the request cannot be met (nccl for host buffers, nccl without GPU or build, single
+// under a launcher, device buffers without nccl).
+struct BackendChoice {
+  Backend backend;
+  std::string why;
+};
+struct LaunchEnv;
+BackendChoice choose_backend(Backend requested, BufferLocation where, const LaunchEnv& env,
+                             int gpus, bool built_with_nccl);
+
+// Builds the chosen backend (choose_backend with this process's launch environment and GPUs)
+// and logs the choice on rank 0.
+std::unique_ptr<Communicator> make_communicator(Backend backend, BufferLocation where);
+// The same from a backend name ("auto", "single", "mpi", "nccl"; tools and tests).
+std::unique_ptr<Communicator> make_communicator(std::string_view backend, BufferLocation where);
 
 }  // namespace gossamer::comm
+
+namespace gossamer {
+template <>
+struct EnumNames<comm::Backend> {
+  static constexpr std::pair<comm::Backend, std::string_view> values[] = {
+      {comm::Backend::BACKEND_AUTO, "auto"},
+      {comm::Backend::BACKEND_SINGLE, "single"},
+      {comm::Backend::BACKEND_MPI, "mpi"},
+      {comm::Backend::BACKEND_NCCL, "nccl"}};
+};
+}  // namespace gossamer

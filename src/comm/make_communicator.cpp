@@ -1,7 +1,7 @@
-// make_communicator(): resolves parallel.backend ("auto" | "single" | "mpi" | "nccl") to a
-// backend and logs the choice and the reason on rank 0. auto = nccl when built with CUDA and a
-// GPU is visible, else mpi when a launcher started this process with (possibly) more ranks,
-// else single. Invariant: an unknown or unavailable backend is an error naming parallel.backend.
+// make_communicator(): resolves parallel.backend ("auto" | "single" | "mpi" | "nccl") for the
+// buffers' location to a backend (choose_backend, a pure function) and logs the choice and the
+// reason on rank 0. Invariant: an unknown or unavailable backend is an error naming
+// parallel.backend; host buffers never reach NCCL.
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -71,61 +71,83 @@ void log_choice(const Communicator& comm, const std::string& why) {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_communicator(const std::string& backend) {
-  const LaunchEnv env = detect_launch_env();
+BackendChoice choose_backend(Backend requested, BufferLocation where, const LaunchEnv& env,
+                             int gpus, bool built_with_nccl) {
   const bool launched = env.size != 1;  // size 0: launched, size known only to MPI
-  if (backend == "single") {
-    GOSSAMER_CHECK(!launched,
-                   "parallel.backend = \"single\": this process was %s; use \"mpi\", \"nccl\" "
-                   "or \"auto\" under a launcher",
-                   describe(env).c_str());
-    auto comm = make_single_communicator();
-    log_choice(*comm, "parallel.backend = \"single\"");
-    return comm;
+  const bool host = where == BufferLocation::BUFFER_LOCATION_HOST;
+  switch (requested) {
+    case Backend::BACKEND_SINGLE:
+      GOSSAMER_CHECK(!launched,
+                     "parallel.backend = \"single\": this process was %s; use \"mpi\", "
+                     "\"nccl\" or \"auto\" under a launcher",
+                     describe(env).c_str());
+      return {Backend::BACKEND_SINGLE, "parallel.backend = \"single\""};
+    case Backend::BACKEND_MPI:
+      return {Backend::BACKEND_MPI, "parallel.backend = \"mpi\""};
+    case Backend::BACKEND_NCCL:
+      GOSSAMER_CHECK(!host,
+                     "parallel.backend = \"nccl\": NCCL moves device memory, and this run's "
+                     "buffers live in host memory (the CPU backend); use \"mpi\" or \"auto\"");
+      GOSSAMER_CHECK(built_with_nccl,
+                     "parallel.backend = \"nccl\": this build has no CUDA/NCCL (configure with "
+                     "-DGOSSAMER_CUDA=ON)");
+      GOSSAMER_CHECK(gpus > 0,
+                     "parallel.backend = \"nccl\": no GPU is visible (cudaGetDeviceCount found "
+                     "none); use \"mpi\" or \"auto\"");
+      return {Backend::BACKEND_NCCL,
+              strprintf("parallel.backend = \"nccl\", %d GPU(s) visible", gpus)};
+    case Backend::BACKEND_AUTO:
+      break;
   }
-  if (backend == "mpi") {
-    auto comm = make_mpi(env);
-    log_choice(*comm, "parallel.backend = \"mpi\"");
-    return comm;
+  if (!host) {
+    GOSSAMER_CHECK(built_with_nccl && gpus > 0,
+                   "parallel.backend = \"auto\": device buffers need NCCL and a visible GPU "
+                   "(%s)",
+                   built_with_nccl ? "no GPU is visible" : "this build has no CUDA/NCCL");
+    return {Backend::BACKEND_NCCL, strprintf("auto: device buffers, %d GPU(s) visible", gpus)};
   }
-  if (backend == "nccl") {
-    const int gpus = visible_gpus();
-#ifdef GOSSAMER_HAVE_NCCL
-    GOSSAMER_CHECK(gpus > 0,
-                   "parallel.backend = \"nccl\": no GPU is visible (cudaGetDeviceCount found "
-                   "none); use \"mpi\" or \"auto\"");
-#endif
-    auto comm = make_nccl();
-    log_choice(*comm, strprintf("parallel.backend = \"nccl\", %d GPU(s) visible", gpus));
-    return comm;
-  }
-  GOSSAMER_CHECK(backend == "auto",
-                 "parallel.backend: expected \"auto\", \"single\", \"mpi\" or \"nccl\", found "
-                 "\"%s\"",
-                 backend.c_str());
-  if (const int gpus = visible_gpus(); gpus > 0) {
-    auto comm = make_nccl();
-    log_choice(*comm, strprintf("auto: built with CUDA and %d GPU(s) visible", gpus));
-    return comm;
-  }
-#ifdef GOSSAMER_HAVE_NCCL
-  const char* no_gpu = "no GPU visible";
-#else
-  const char* no_gpu = "built without CUDA";
-#endif
-  if (launched) {
-    auto comm = make_mpi(env);
-    log_choice(*comm, strprintf("auto: %s, %s", no_gpu, describe(env).c_str()));
-    return comm;
-  }
-  auto comm = make_single_communicator();
+  const std::string buffers = gpus > 0 ? "host buffers (never nccl)" : "host buffers";
+  if (launched)
+    return {Backend::BACKEND_MPI,
+            strprintf("auto: %s, %s", buffers.c_str(), describe(env).c_str())};
   if (env.source == std::string("none"))
-    log_choice(*comm, strprintf("auto: %s, no launcher variables (OMPI_COMM_WORLD_*, PMI_*, "
-                                "SLURM_*, PMIX_RANK) found",
-                                no_gpu));
-  else  // e.g. a one-task srun
-    log_choice(*comm, strprintf("auto: %s, %s", no_gpu, describe(env).c_str()));
+    return {Backend::BACKEND_SINGLE,
+            strprintf("auto: %s, no launcher variables (OMPI_COMM_WORLD_*, PMI_*, SLURM_*, "
+                      "PMIX_RANK) found",
+                      buffers.c_str())};
+  return {Backend::BACKEND_SINGLE,  // e.g. a one-task srun
+          strprintf("auto: %s, %s", buffers.c_str(), describe(env).c_str())};
+}
+
+std::unique_ptr<Communicator> make_communicator(Backend backend, BufferLocation where) {
+  const LaunchEnv env = detect_launch_env();
+#ifdef GOSSAMER_HAVE_NCCL
+  constexpr bool kBuiltWithNccl = true;
+#else
+  constexpr bool kBuiltWithNccl = false;
+#endif
+  const BackendChoice choice = choose_backend(backend, where, env, visible_gpus(), kBuiltWithNccl);
+  std::unique_ptr<Communicator> comm;
+  switch (choice.backend) {
+    case Backend::BACKEND_SINGLE:
+      comm = make_single_communicator();
+      break;
+    case Backend::BACKEND_MPI:
+      comm = make_mpi(env);
+      break;
+    default:
+      comm = make_nccl();
+      break;
+  }
+  log_choice(*comm, choice.why);
   return comm;
+}
+
+std::unique_ptr<Communicator> make_communicator(std::string_view backend, BufferLocation where) {
+  const auto b = enum_from_name<Backend>(backend);
+  GOSSAMER_CHECK(b.has_value(), "parallel.backend: expected %s, found \"%s\"",
+                 enum_choices<Backend>().c_str(), std::string(backend).c_str());
+  return make_communicator(*b, where);
 }
 
 }  // namespace gossamer::comm

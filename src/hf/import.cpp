@@ -282,7 +282,8 @@ void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, boo
   rc.validate();
   const json resolved = to_json(rc);
 
-  train::write_model_weights(out.path() + "/model.safetensors", *model, resolved);
+  train::write_model_weights(out.path() + "/model.safetensors", model->layout(), model->params(),
+                             resolved);
   json trainer = train::trainer_state_json(train::initial_trainer_state(rc.train.seed), resolved);
   trainer["imported_from"] = fs::absolute(hf_dir).lexically_normal().string();
   out.write_file("trainer.json", trainer.dump(2) + "\n");

@@ -16,7 +16,7 @@ class AdamSRule final : public UpdateRule {
         ops_(ops),
         begin_(begin),
         total_(layout.total()),
-        code_form_(config.adams_form == "code"),
+        code_form_(config.adams.form == AdamsForm::ADAMS_FORM_CODE),
         runs_(decay_runs(layout, begin, end)),
         m_(end - begin) {}
 
@@ -30,7 +30,7 @@ class AdamSRule final : public UpdateRule {
   }
 
   std::vector<StateTensor> state() override {
-    return {{"adams.m", m_.data(), m_.size(), begin_, total_}};
+    return {StateTensor::sharded("adams.m", m_.data(), m_.size(), begin_, total_)};
   }
   size_t state_bytes() const override { return m_.size() * sizeof(float); }
 

@@ -44,8 +44,8 @@ class AdamWRule final : public UpdateRule {
   }
 
   std::vector<StateTensor> state() override {
-    return {{"adamw.m", m_.data(), m_.size(), begin_, total_},
-            {"adamw.v", v_.data(), v_.size(), begin_, total_}};
+    return {StateTensor::sharded("adamw.m", m_.data(), m_.size(), begin_, total_),
+            StateTensor::sharded("adamw.v", v_.data(), v_.size(), begin_, total_)};
   }
   size_t state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
 

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,20 +27,26 @@
 
 namespace gossamer::optim {
 
+using RuleFactory = std::unique_ptr<UpdateRule> (*)(const OptimizerConfig& config,
+                                                    const model::ParamLayout& layout,
+                                                    const kernels::OpTable& ops, size_t begin,
+                                                    size_t end);
+
+// The registry's factory for a dense method: `rule` on the slice this rank updates.
+std::unique_ptr<Optimizer> make_data_parallel(const OptimizerSetup& setup, RuleFactory rule);
+
 class DataParallel final : public Optimizer {
  public:
-  DataParallel(const OptimizerConfig& config, const ParallelConfig& parallel,
-               const model::ParamLayout& layout, const kernels::OpTable& ops,
-               comm::Communicator& comm,
-               const std::function<std::unique_ptr<UpdateRule>(size_t, size_t)>& make_rule);
+  DataParallel(const OptimizerSetup& setup, RuleFactory make_rule);
   ~DataParallel() override;
 
   const char* name() const override { return rule_->name(); }
+  Replicas replicas() const override { return Replicas::REPLICAS_IDENTICAL_EVERY_STEP; }
   double gradient_scale() const override { return 1.0 / world_; }
-  void micro_batch_begin(int index, int count, std::span<float> grads) override;
+  void micro_batch_begin(int index, int count) override;
   void grads_ready(size_t begin, size_t end) override;
   void micro_batch_end(int index, int count) override;
-  StepResult step(std::span<float> params, std::span<float> grads, const StepContext& ctx) override;
+  StepResult step(const StepContext& ctx) override;
   std::vector<StateTensor> state() override { return rule_->state(); }
   size_t state_bytes() const override { return rule_->state_bytes(); }
 
@@ -58,12 +63,12 @@ class DataParallel final : public Optimizer {
   void launch(size_t b);
   void launch_remaining();
   void finish_all();  // waits for launched buckets; unpacks bf16
-  void check_agreement(int64_t t);
 
   OptimizerConfig cfg_;
   ParallelConfig par_;
   const kernels::OpTable& ops_;
   comm::Communicator& comm_;
+  comm::Communicator& control_;
   int world_, rank_;
   size_t total_, lo_, hi_;
   bool bf16_;
@@ -72,7 +77,6 @@ class DataParallel final : public Optimizer {
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<uint16_t> wire_;   // bf16 staging, flat layout
   HostBuffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated shard
-  float* grads_ = nullptr;      // the gradient buffer of the current step
   // Per micro-batch state.
   bool communicating_ = false;
   size_t ready_ = 0, next_bucket_ = 0;

@@ -10,21 +10,19 @@ namespace gossamer::optim {
 void ScheduleConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(warmup_steps >= 0, "%swarmup_steps: must be >= 0, found %lld", p.c_str(),
                  static_cast<long long>(warmup_steps));
-  GOSSAMER_CHECK(decay == "cosine" || decay == "linear" || decay == "constant",
-                 "%sdecay: expected \"cosine\", \"linear\" or \"constant\", found \"%s\"",
-                 p.c_str(), decay.c_str());
   GOSSAMER_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1,
                  "%smin_lr_ratio: must lie in [0, 1], found %g", p.c_str(), min_lr_ratio);
 }
 
 double lr_at(const ScheduleConfig& s, double peak, int64_t step, int64_t total_steps) {
   if (step < s.warmup_steps) return peak * double(step + 1) / double(s.warmup_steps);
-  if (s.decay == "constant") return peak;
+  if (s.decay == Decay::DECAY_CONSTANT) return peak;
   const int64_t span = std::max<int64_t>(1, total_steps - 1 - s.warmup_steps);
   const double progress = std::min(1.0, double(step - s.warmup_steps) / double(span));
   const double min_lr = peak * s.min_lr_ratio;
-  const double coeff =
-      s.decay == "cosine" ? 0.5 * (1.0 + std::cos(3.141592653589793 * progress)) : 1.0 - progress;
+  const double coeff = s.decay == Decay::DECAY_COSINE
+                           ? 0.5 * (1.0 + std::cos(3.141592653589793 * progress))
+                           : 1.0 - progress;
   return min_lr + coeff * (peak - min_lr);
 }
 

@@ -5,19 +5,25 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/enum_names.h"
 
 namespace gossamer::optim {
 
+enum class Decay { DECAY_COSINE, DECAY_LINEAR, DECAY_CONSTANT };
+
 struct ScheduleConfig {
   int64_t warmup_steps = 0;
-  std::string decay = "cosine";
+  Decay decay = Decay::DECAY_COSINE;
   double min_lr_ratio = 0.1;
 
   template <class V>
   void visit(V& v) {
     v("warmup_steps", warmup_steps,
       "linear warm-up: lr = peak * (step+1) / warmup_steps for step < warmup_steps");
-    v("decay", decay, "after warm-up: \"cosine\", \"linear\" or \"constant\"");
+    v("decay", decay, "the shape of the decay after warm-up");
     v("min_lr_ratio", min_lr_ratio, "final lr as a fraction of the peak (cosine and linear)");
   }
   void validate(const std::string& path = "schedule.") const;
@@ -26,3 +32,13 @@ struct ScheduleConfig {
 double lr_at(const ScheduleConfig& s, double peak, int64_t step, int64_t total_steps);
 
 }  // namespace gossamer::optim
+
+namespace gossamer {
+template <>
+struct EnumNames<optim::Decay> {
+  static constexpr std::pair<optim::Decay, std::string_view> values[] = {
+      {optim::Decay::DECAY_COSINE, "cosine"},
+      {optim::Decay::DECAY_LINEAR, "linear"},
+      {optim::Decay::DECAY_CONSTANT, "constant"}};
+};
+}  // namespace gossamer

@@ -1,16 +1,22 @@
-// Optimizer interface and registry. An optimizer receives each rank's local, unsynchronised
-// gradients and owns everything from there to updated parameters: what to communicate (dense
-// all-reduce, reduce-scatter + all-gather, ...), gradient clipping by the global norm, and
-// the update; it guarantees its own invariant about the parameters afterwards (for the
-// data-parallel methods: replicas bit-identical on every rank). Its state is a set of named
-// flat tensors in the parameter layout, each rank holding a contiguous slice of each, so
-// checkpoints gather them into a world-size-independent file.
-// The training loop knows no optimizer by name: it builds one through make_optimizer() and
-// drives it through the micro-batch protocol below.
+// Optimizer: the seam between the training loop and a method. An optimizer receives each
+// rank's local, unsynchronised gradients and owns everything from there to updated parameters:
+// what to communicate, clipping by the global norm, and the update. Its life:
+//   1. built by the registry from an OptimizerSetup (optim/registry.h), which carries the
+//      run's seed and total number of steps;
+//   2. its state() tensors filled from a checkpoint, then state_loaded() (on --resume only);
+//   3. attach(params, grads): once, after the weights are final (initialisation, --init-from,
+//      --resume); the method keeps the two spans and may impose an invariant on the weights
+//      before the first forward;
+//   4. per step, for each micro-batch i of n: micro_batch_begin(i, n); the model's backward
+//      reports final gradient ranges through grads_ready(begin, end) (a growing prefix of the
+//      flat buffer); micro_batch_end(i, n); then step().
+// Each optimizer declares a replica contract (what it guarantees about the ranks' parameters),
+// which the trainer uses for per-step telemetry, replica checks, evaluation and checkpoints.
+// The training loop knows no optimizer by name.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -19,82 +25,35 @@
 #include "comm/communicator.h"
 #include "kernels/ops.h"
 #include "model/param_layout.h"
+#include "optim/optimizer_config.h"
 #include "optim/parallel_config.h"
+#include "optim/state_tensor.h"
 
 namespace gossamer::optim {
 
-struct OptimizerConfig {
-  std::string name = "adamw";
-  double lr = 6e-4;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.1;
-  double grad_clip = 1.0;
-  std::string adams_form = "code";
-  // SCAPE (ALGORITHMS.md 2.2, reading A).
-  double sparsity = 0.99;
-  int64_t dense_warmup_steps = 0;
-  int64_t dense_refresh_every = 0;
-  std::string mask_score = "momentum";
-  std::string mask_encoding = "auto";
-  bool residual = true;
-  std::string scape_reading = "A";
-  int64_t catch_up_max = 1;
-
-  template <class V>
-  void visit(V& v) {
-    v("name", name, "optimizer: \"adamw\", \"adams\" or \"scape\" (sparse AdamS)");
-    v("lr", lr, "peak learning rate (after warm-up)");
-    v("beta1", beta1, "first-moment decay");
-    v("beta2", beta2,
-      "second-moment decay (adams: weight of the previous momentum in the normaliser)");
-    v("eps", eps, "denominator epsilon");
-    v("weight_decay", weight_decay,
-      "decoupled weight decay, applied to linear-layer matrices only (not to biases, norms or "
-      "embeddings)");
-    v("grad_clip", grad_clip, "clip the global gradient norm to this value (0: no clipping)");
-    v("sparsity", sparsity,
-      "scape: fraction of coordinates NOT communicated per step (0.9, 0.99; 0 = dense AdamS)");
-    v("dense_warmup_steps", dense_warmup_steps,
-      "scape: the first N steps are dense AdamS steps (the momentum that scores the mask is "
-      "zero at the start)");
-    v("dense_refresh_every", dense_refresh_every,
-      "scape: every N-th step is dense, flushing all residuals (0: never)");
-    v("mask_score", mask_score,
-      "scape: \"momentum\" (top-k of |m|), \"momentum_residual\" (top-k of |beta1 m + (1 - "
-      "beta1) ranks e_r|: the momentum after applying the pending residual) or \"gradient\" (top-k "
-      "of the owner's residual-corrected local gradient, the baseline)");
-    v("mask_encoding", mask_encoding,
-      "scape: mask on the wire: \"auto\" (the smaller), \"indices\" or \"bitmap\"");
-    v("residual", residual, "scape: keep the unsent gradient mass (error feedback; reading A)");
-    v("scape_reading", scape_reading,
-      "scape: \"A\" (the specified method: error-feedback residual of gradients, mask from the "
-      "owner's momentum) or \"B\" (every rank keeps a dense local momentum and sends it at the "
-      "mask, the mask is the owner's top-k of its local momentum; docs/SCAPE.md)");
-    v("catch_up_max", catch_up_max,
-      "scape reading B: a coordinate updated after a steps moves min(a, N) AdamS steps at once "
-      "(1: one step per update)");
-    v("adams_form", adams_form,
-      "adams and scape: \"code\" (the official code's bias-corrected form) or \"paper\" (no bias "
-      "correction)");
-  }
-  void validate(const std::string& path = "optimizer.") const;
+// What an optimizer guarantees about the parameters of the ranks.
+enum class Replicas {
+  // Bit-identical on every rank after every step (data parallel, SCAPE).
+  REPLICAS_IDENTICAL_EVERY_STEP,
+  // Identical at the end of each round of local steps, different within it (DiLoCo).
+  REPLICAS_IDENTICAL_AT_ROUND_END,
+  // Never required to be identical; ranks must not wait for each other every step (gossip).
+  REPLICAS_INDEPENDENT,
 };
+const char* replicas_name(Replicas replicas);
 
-// One named state tensor: this rank's slice [offset, offset + numel) of a flat tensor of
-// `total` elements laid out like the parameters.
-// additive_rows = R > 0: the tensor is one row of R elements per rank (total = world x R),
-// whose rows only ever matter through their sum (e.g. error-feedback residuals). Loaded at
-// the world size it was saved at, each rank gets its own row back; at another world size,
-// rank 0 gets the sum of the saved rows and the other ranks zeros.
-struct StateTensor {
-  std::string name;
-  float* data;
-  size_t numel;
-  size_t offset = 0;
-  size_t total = 0;
-  size_t additive_rows = 0;
+// Everything a factory receives. `comm` moves the optimizer's buffers (gradients,
+// parameters); `control` carries small host values (flags, norms): the same communicator on the
+// CPU, a host communicator beside a device one on GPUs. Both must outlive the optimizer.
+struct OptimizerSetup {
+  const OptimizerConfig& config;
+  const ParallelConfig& parallel;
+  const model::ParamLayout& layout;
+  const kernels::OpTable& ops;
+  comm::Communicator& comm;
+  comm::Communicator& control;
+  uint64_t seed = 0;        // the run's seed (train.seed)
+  int64_t total_steps = 0;  // train.steps: the step count schedules run to
 };
 
 struct StepContext {
@@ -106,25 +65,27 @@ struct StepResult {
   double grad_norm = 0;  // global norm of the averaged gradient, before clipping
 };
 
-// Per step the trainer calls, for each micro-batch i of n:
-//   micro_batch_begin(i, n, grads); model.backward(gradient_scale() / n, hook -> grads_ready);
-//   micro_batch_end(i, n);
-// then step(). grads_ready(begin, end) reports gradient ranges that are final for this
-// micro-batch, as a growing prefix of the flat buffer (the model's backward order).
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual const char* name() const = 0;
+  virtual Replicas replicas() const = 0;
+
+  // Hands over the model's flat parameter and gradient buffers (layout-sized; both outlive
+  // the optimizer). Called once, before the first micro-batch. Methods that impose an
+  // invariant on the weights override on_attach().
+  void attach(std::span<float> params, std::span<float> grads);
+  bool attached() const { return !params_.empty(); }
 
   // Factor the trainer applies to the loss gradient of every rank (1/world for averaging).
   virtual double gradient_scale() const { return 1.0; }
-  virtual void micro_batch_begin(int index, int count, std::span<float> grads) {}
+  virtual void micro_batch_begin(int index, int count) {}
   virtual void grads_ready(size_t begin, size_t end) {}
   virtual void micro_batch_end(int index, int count) {}
-  // Synchronises, clips and updates. Throws gossamer::Error on every rank (the same message)
-  // when some rank's local gradients are not finite; the parameters are then unchanged.
-  virtual StepResult step(std::span<float> params, std::span<float> grads,
-                          const StepContext& ctx) = 0;
+  // Synchronises, clips and updates the attached parameters. Throws CollectiveError on every
+  // rank (the same message) when some rank's local gradients are not finite; the parameters
+  // are then unchanged.
+  virtual StepResult step(const StepContext& ctx) = 0;
 
   virtual std::vector<StateTensor> state() = 0;
   // Called after a checkpoint's values were written into the tensors of state().
@@ -133,22 +94,16 @@ class Optimizer {
   virtual size_t state_bytes() const = 0;
   // Method-specific figures of the last step for metrics.jsonl ("optim" object).
   virtual std::vector<std::pair<std::string, double>> step_metrics() const { return {}; }
+
+  // The weights evaluation and the checkpoint's model.safetensors see. Methods whose replicas
+  // are identical return false: the model's own parameters are meant. Others write the weights
+  // to evaluate (an anchor, or the average of the replicas) into `out` (layout-sized) and
+  // return true; this may be collective, so every rank calls it at the same steps.
+  virtual bool evaluation_weights(std::span<float> out) { return false; }
+
+ protected:
+  virtual void on_attach() {}
+  std::span<float> params_, grads_;
 };
-
-// Builds config.name synchronised over `comm` as `parallel` says (zero stage, communication
-// dtype, buckets). Throws gossamer::Error naming the key when a setting is invalid. The
-// communicator must outlive the optimizer.
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
-                                          const ParallelConfig& parallel,
-                                          const model::ParamLayout& layout,
-                                          const kernels::OpTable& ops, comm::Communicator& comm);
-
-// One process, no communication (tests, benchmarks, tools).
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
-                                          const model::ParamLayout& layout,
-                                          const kernels::OpTable& ops);
-
-// Names accepted by make_optimizer, for help texts and errors.
-std::vector<std::string> optimizer_names();
 
 }  // namespace gossamer::optim

@@ -4,13 +4,21 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "comm/communicator.h"
+#include "core/enum_names.h"
 
 namespace gossamer::optim {
 
+// Gradients on the wire.
+enum class CommDtype { COMM_DTYPE_FP32, COMM_DTYPE_BF16 };
+
 struct ParallelConfig {
-  std::string backend = "auto";
+  comm::Backend backend = comm::Backend::BACKEND_AUTO;
   int zero_stage = 0;
-  std::string comm_dtype = "fp32";
+  CommDtype comm_dtype = CommDtype::COMM_DTYPE_FP32;
   double bucket_mb = 4.0;
   bool overlap = true;
   double timeout_s = 300;
@@ -19,12 +27,12 @@ struct ParallelConfig {
   template <class V>
   void visit(V& v) {
     v("backend", backend,
-      "communicator: \"auto\" (nccl with a GPU, mpi under mpirun/srun, else single), \"mpi\", "
-      "\"nccl\" or \"single\"");
+      "communicator: auto (nccl for device buffers with a GPU; for host buffers mpi under "
+      "mpirun/srun, else single)");
     v("zero_stage", zero_stage,
       "0: replicated optimizer (all-reduce gradients); 1: optimizer state sharded "
       "(reduce-scatter gradients, all-gather parameters); 2: gradients sharded too");
-    v("comm_dtype", comm_dtype, "dtype of gradients on the wire: \"fp32\" or \"bf16\"");
+    v("comm_dtype", comm_dtype, "dtype of gradients on the wire");
     v("bucket_mb", bucket_mb,
       "gradient bucket size in MB (of fp32 gradients); a bucket's collective starts as soon as "
       "backward has finished it");
@@ -40,3 +48,11 @@ struct ParallelConfig {
 };
 
 }  // namespace gossamer::optim
+
+namespace gossamer {
+template <>
+struct EnumNames<optim::CommDtype> {
+  static constexpr std::pair<optim::CommDtype, std::string_view> values[] = {
+      {optim::CommDtype::COMM_DTYPE_FP32, "fp32"}, {optim::CommDtype::COMM_DTYPE_BF16, "bf16"}};
+};
+}  // namespace gossamer

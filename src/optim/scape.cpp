@@ -1,5 +1,7 @@
-// SCAPE (see scape.h): dense/sparse step, compact reduce-scatter, masked AdamS, sparse
-// parameter all-gather, next mask selection and its asynchronous exchange.
+// SCAPE (see scape.h): one step is take the mask, build the payload (residual or local
+// momentum), reduce it densely or at the mask, agree on finiteness, clip, AdamS on the selected
+// owned coordinates, distribute the updated values, select and send the next mask. Each phase
+// is one member function below, in that order.
 #include "optim/scape.h"
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "optim/sync_common.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -15,26 +18,47 @@ namespace gossamer::optim {
 using comm::DType;
 using comm::ReduceOp;
 
-Scape::Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
-             const model::ParamLayout& layout, const kernels::OpTable& ops,
-             comm::Communicator& comm)
-    : cfg_(config),
-      par_(parallel),
-      ops_(ops),
-      comm_(comm),
-      world_(comm.size()),
-      rank_(comm.rank()),
-      total_(layout.total()),
-      sharded_(parallel.zero_stage >= 1 && comm.size() > 1),
-      code_form_(config.adams_form == "code"),
-      density_(1.0 - config.sparsity),
-      reading_b_(config.scape_reading == "B"),
-      use_residual_(!reading_b_ && config.residual),
-      shards_(layout.total(), comm.size()) {
-  GOSSAMER_CHECK(parallel.zero_stage <= 1,
+std::unique_ptr<Optimizer> make_scape(const OptimizerSetup& setup) {
+  return std::make_unique<Scape>(setup);
+}
+
+void ScapeConfig::validate(const std::string& p) const {
+  GOSSAMER_CHECK(sparsity >= 0 && sparsity < 1, "%ssparsity: must lie in [0, 1), found %g",
+                 p.c_str(), sparsity);
+  GOSSAMER_CHECK(dense_warmup_steps >= 0, "%sdense_warmup_steps: must be >= 0", p.c_str());
+  GOSSAMER_CHECK(dense_refresh_every >= 0, "%sdense_refresh_every: must be >= 0", p.c_str());
+  GOSSAMER_CHECK(catch_up_max >= 1 && catch_up_max <= 1000000,
+                 "%scatch_up_max: must lie in [1, 1000000], found %lld", p.c_str(),
+                 (long long)catch_up_max);
+  GOSSAMER_CHECK(catch_up_max == 1 || reading == ScapeReading::SCAPE_READING_B,
+                 "%scatch_up_max: only reading \"B\" catches up (found %lld with reading \"A\")",
+                 p.c_str(), (long long)catch_up_max);
+  GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
+                     mask_score != MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL,
+                 "%smask_score: \"momentum_residual\" scores reading A's residual; reading B "
+                 "has none (use \"momentum\" or \"gradient\")",
+                 p.c_str());
+}
+
+Scape::Scape(const OptimizerSetup& setup)
+    : cfg_(setup.config),
+      sc_(setup.config.scape),
+      ops_(setup.ops),
+      comm_(setup.comm),
+      control_(setup.control),
+      world_(setup.comm.size()),
+      rank_(setup.comm.rank()),
+      total_(setup.layout.total()),
+      sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
+      code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
+      density_(1.0 - sc_.sparsity),
+      reading_b_(sc_.reading == ScapeReading::SCAPE_READING_B),
+      use_residual_(!reading_b_ && sc_.residual),
+      shards_(setup.layout.total(), setup.comm.size()) {
+  GOSSAMER_CHECK(setup.parallel.zero_stage <= 1,
                  "parallel.zero_stage: scape shards like ZeRO-1 (1) or keeps its momentum "
                  "replicated (0); found %d",
-                 parallel.zero_stage);
+                 setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
   lo_ = sharded_ ? shards_.begin(rank_) : 0;
@@ -44,18 +68,18 @@ Scape::Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
   if (use_residual_) residual_ = HostBuffer<float>(total_);
   if (reading_b_) {
     GOSSAMER_CHECK(sharded_ || world_ == 1,
-                   "optimizer.scape_reading: \"B\" needs parallel.zero_stage 1 at world size > 1 "
+                   "optimizer.scape.reading: \"B\" needs parallel.zero_stage 1 at world size > 1 "
                    "(each owner scores its mask from its own local momentum)");
     local_m_ = HostBuffer<float>(total_);
     last_.assign(owned, 0.0f);
   }
   decay_.assign(owned, 0);
-  for (const DecayRun& r : decay_runs(layout, lo_, hi_))
+  for (const DecayRun& r : decay_runs(setup.layout, lo_, hi_))
     if (r.decay)
       std::fill(decay_.begin() + ptrdiff_t(r.begin), decay_.begin() + ptrdiff_t(r.end), 1);
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
-  mask_flags_.assign(owned, 0.0f);
+  mask_flags_.assign(owned, 0);
   cur_counts_.assign(size_t(world_), 0);
 }
 
@@ -72,16 +96,18 @@ size_t Scape::k_of(int rank) const {
 }
 
 bool Scape::dense_step(int64_t t) const {
-  return density_ >= 1.0 || t <= cfg_.dense_warmup_steps ||
-         (cfg_.dense_refresh_every > 0 && t % cfg_.dense_refresh_every == 0);
+  return density_ >= 1.0 || t <= sc_.dense_warmup_steps ||
+         (sc_.dense_refresh_every > 0 && t % sc_.dense_refresh_every == 0);
 }
 
-void Scape::micro_batch_begin(int index, int count, std::span<float> grads) {
+void Scape::micro_batch_begin(int index, int count) {
   if (index == 0 && relaunch_after_load_) {
     relaunch_after_load_ = false;
     launch_mask_exchange(MaskEncoding::BITMAP);  // counts of a loaded mask are not known
   }
 }
+
+// ---- the mask exchange --------------------------------------------------------------------
 
 void Scape::launch_mask_exchange(MaskEncoding encoding) {
   if (!sharded_) {  // every rank selected the same full mask: nothing to exchange
@@ -144,12 +170,48 @@ void Scape::finish_mask_exchange() {
   }
 }
 
-void Scape::select_next_mask(const float* scores) {
-  next_own_ = top_k_indices({scores, hi_ - lo_}, k_of(rank_));
+// The mask of this step, if one was sent: waits for its exchange; returns the seconds waited.
+double Scape::take_mask(bool have_mask, double* exchange_s) {
+  *exchange_s = std::nan("");
+  if (!have_mask) return 0;
+  Stopwatch w;
+  finish_mask_exchange();
+  const double waited = w.seconds();
+  if (sharded_) *exchange_s = mask_work_.duration();
+  mask_ready_ = false;
+  return waited;
+}
+
+// The mask of step t+1 from `scores` of the owned slice (filled here for the momentum
+// scores); its exchange overlaps step t+1's compute.
+void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
+  mask_issue_bytes_ = 0;
+  if (dense_step(t + 1)) {
+    next_own_.clear();
+    return;
+  }
+  const size_t owned = hi_ - lo_;
+  if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM) {
+    scores.resize(owned);
+    const float* mm = reading_b_ ? local_m_.data() + lo_ : m_.data();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
+  } else if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL) {
+    // The momentum the coordinate would have if its pending residual were applied now; the
+    // owner's own residual, times the ranks, estimates the sum over ranks.
+    GOSSAMER_CHECK(use_residual_, "optimizer.scape.mask_score: momentum_residual needs residual");
+    scores.resize(owned);
+    const float* mm = m_.data();
+    const float* e = residual_.data() + lo_;
+    const float b1 = float(cfg_.beta1), n = float(world_);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[i]);
+  }
+  next_own_ = top_k_indices({scores.data(), owned}, k_of(rank_));
   MaskEncoding enc = MaskEncoding::INDICES;
-  if (cfg_.mask_encoding == "bitmap") {
+  if (sc_.mask_encoding == MaskWire::MASK_WIRE_BITMAP) {
     enc = MaskEncoding::BITMAP;
-  } else if (cfg_.mask_encoding == "auto") {
+  } else if (sc_.mask_encoding == MaskWire::MASK_WIRE_AUTO) {
     // Decided from every rank's sizes, so all ranks agree.
     size_t idx_bytes = 0, bit_bytes = 0;
     for (int q = 0; q < world_; ++q) {
@@ -161,6 +223,8 @@ void Scape::select_next_mask(const float* scores) {
   }
   launch_mask_exchange(enc);
 }
+
+// ---- the payload and its reduction --------------------------------------------------------
 
 float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
   // Each rank clips its own gradient (DGC's local clipping: there is no dense global gradient to
@@ -179,9 +243,129 @@ float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
   return u;
 }
 
-StepResult Scape::step(std::span<float> params, std::span<float> grads, const StepContext& ctx) {
-  GOSSAMER_CHECK(params.size() == total_ && grads.size() == total_,
-                 "scape: buffer sizes differ from the layout");
+// What is sent, at the mask: a = g + e_r (reading A, in the residual buffer), g (A without
+// residual) or the local momentum u_r = beta1 u_r + (1 - beta1) g (reading B).
+float* Scape::payload(double* local_sq) {
+  float* g = grads_.data();
+  float* a = use_residual_ ? residual_.data() : g;
+  if (use_residual_) ops_.accumulate(a, g, total_);
+  if (reading_b_) a = accumulate_local_momentum(g, local_sq);
+  return a;
+}
+
+Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
+  const size_t P = total_;
+  float* g = grads_.data();
+  Reduced r;
+  r.local_sq = local_sq;
+  const int64_t before = comm_.stats().bytes_sent();
+  r.finite = std::isfinite(reading_b_ ? r.local_sq : ops_.sum_squares(a, P));
+  if (sharded_) {
+    r.values = g + lo_;  // out of place when the payload is the residual; in place when a == g
+    comm_.reduce_scatter(a, r.values, shards_.counts(), DType::F32, ReduceOp::SUM).wait();
+  } else {
+    if (a != g) std::memcpy(g, a, P * sizeof(float));
+    if (world_ > 1) comm_.all_reduce(g, P, DType::F32, ReduceOp::SUM).wait();
+    r.values = g;
+  }
+  r.n = hi_ - lo_;
+  if (use_residual_) std::fill(a, a + P, 0.0f);
+  r.bytes = comm_.stats().bytes_sent() - before;
+  return r;
+}
+
+Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
+  const size_t K = cur_mask_.size();
+  Reduced r;
+  r.local_sq = local_sq;
+  const int64_t before = comm_.stats().bytes_sent();
+  compact_.resize(K);
+  float* c = compact_.data();
+  const uint32_t* I = cur_mask_.data();
+#pragma omp parallel for schedule(static)
+  for (size_t j = 0; j < K; ++j) c[j] = a[I[j]];
+  r.finite = std::isfinite(reading_b_ ? r.local_sq : ops_.sum_squares(c, K));
+  if (use_residual_) {
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < K; ++j) a[I[j]] = 0.0f;
+  }
+  if (sharded_) {
+    for (int q = 0; q < rank_; ++q) r.offset += cur_counts_[size_t(q)];
+    r.n = cur_counts_[size_t(rank_)];
+    comm_.reduce_scatter(c, c + r.offset, cur_counts_, DType::F32, ReduceOp::SUM).wait();
+  } else {
+    r.n = K;
+    if (world_ > 1) comm_.all_reduce(c, K, DType::F32, ReduceOp::SUM).wait();
+  }
+  r.values = c + r.offset;
+  r.bytes = comm_.stats().bytes_sent() - before;
+  return r;
+}
+
+// The gradient norm, and clipping of the reduced values by it. Reading A clips by the norm of
+// the synchronised values (all of them on a dense step); reading B has clipped each rank's
+// gradient already and reports the root mean square of the ranks' local gradient norms. The
+// residual's squared norm rides along in the same all-reduce.
+double Scape::clip(Reduced& r, double* residual_sq) {
+  const double seg_sq = reading_b_ ? 0.0 : ops_.sum_squares(r.values, r.n);
+  float sums[2] = {float(reading_b_ ? r.local_sq
+                         : sharded_ ? seg_sq
+                                    : 0.0),
+                   use_residual_ ? float(ops_.sum_squares(residual_.data(), total_)) : 0.0f};
+  sum_over_ranks(control_, sums);
+  *residual_sq = double(sums[1]);
+  if (reading_b_) return std::sqrt(double(sums[0]) / world_);
+  const double norm = std::sqrt(sharded_ ? double(sums[0]) : seg_sq);
+  clip_to_norm(ops_, r.values, r.n, norm, cfg_.grad_clip);
+  return norm;
+}
+
+// ---- the update and the distribution of the updated values --------------------------------
+
+void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx) {
+  std::vector<uint32_t> local;
+  const uint32_t* idx = all_owned_.data();
+  if (!dense) {
+    local.resize(r.n);
+    for (size_t j = 0; j < r.n; ++j) local[j] = cur_mask_[r.offset + j] - uint32_t(lo_);
+    idx = local.data();
+  }
+  float* p = params_.data() + lo_;
+  if (reading_b_) {  // r.values: the momentum itself, exact at the selected coordinates
+    ops_.adams_update_from_momentum(p, m_.data(), last_.data(), idx, r.values, decay_.data(), r.n,
+                                    float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2),
+                                    float(cfg_.eps), float(cfg_.weight_decay), ctx.t, code_form_,
+                                    int(sc_.catch_up_max));
+  } else {
+    ops_.adams_update_indexed(p, m_.data(), idx, r.values, decay_.data(), r.n, float(ctx.lr),
+                              float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
+                              float(cfg_.weight_decay), ctx.t, code_form_);
+  }
+}
+
+// Every replica receives the updated values; returns the bytes this rank sent for it.
+int64_t Scape::distribute_params(const Reduced& r, bool dense) {
+  if (!sharded_) return 0;
+  const int64_t before = comm_.stats().bytes_sent();
+  if (dense) {
+    all_gather_shards(comm_, params_, shards_, rank_);
+  } else {
+    float* c = compact_.data();
+    const uint32_t* I = cur_mask_.data();
+    float* p = params_.data();
+    for (size_t j = 0; j < r.n; ++j) c[r.offset + j] = p[I[r.offset + j]];
+    comm_.all_gather(c + r.offset, c, cur_counts_, DType::F32).wait();
+    const size_t K = cur_mask_.size();
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < K; ++j) p[I[j]] = c[j];
+  }
+  return comm_.stats().bytes_sent() - before;
+}
+
+// ---- one step -----------------------------------------------------------------------------
+
+StepResult Scape::step(const StepContext& ctx) {
+  GOSSAMER_CHECK(attached(), "scape: step before attach()");
   metrics_.clear();
   const comm::CommStats before = comm_.stats();
   const int64_t t = ctx.t;
@@ -191,161 +375,28 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   }
   const bool have_mask = mask_in_flight_ || mask_ready_;
   const bool dense = dense_step(t) || !have_mask;
-  double mask_wait_s = 0, mask_exchange_s = std::nan("");
-  if (have_mask) {
-    Stopwatch w;
-    finish_mask_exchange();
-    mask_wait_s = w.seconds();
-    if (sharded_) mask_exchange_s = mask_work_.duration();
-    mask_ready_ = false;
-  }
+  double mask_exchange_s = 0;
+  const double mask_wait_s = take_mask(have_mask, &mask_exchange_s);
   if (dense) cur_mask_.clear();
 
-  const size_t P = total_, owned = hi_ - lo_;
-  float* g = grads.data();
-  // What is sent, at the mask: a = g + e_r (reading A, in the residual buffer), g (A without
-  // residual) or the local momentum u_r = beta1 u_r + (1 - beta1) g (reading B).
-  float* A = use_residual_ ? residual_.data() : g;
-  if (use_residual_) ops_.accumulate(A, g, P);
-  double local_sq = 0;  // reading B: this rank's squared gradient norm (unscaled by the ranks)
-  const bool next_sparse = !dense_step(t + 1);
+  // The gradient score is taken from the residual-corrected gradient before it is sent.
   std::vector<float> scores;
-  if (next_sparse && cfg_.mask_score == "gradient") {  // the owner's residual-corrected gradient
-    scores.resize(owned);
-    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(A[lo_ + i]);
+  double local_sq = 0;
+  float* a = payload(&local_sq);
+  if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT) {
+    const float* src = use_residual_ ? residual_.data() : grads_.data();
+    scores.resize(hi_ - lo_);
+    for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[lo_ + i]);
   }
-  if (reading_b_) A = accumulate_local_momentum(g, &local_sq);
+  Reduced r = dense ? reduce_dense(a, local_sq) : reduce_sparse(a, local_sq);
 
-  // Pack what is sent, reduce it, and keep what was not sent.
-  float* ghat = nullptr;  // this rank's averaged values, one per selected owned coordinate
-  size_t n_seg = 0, own_offset = 0;
-  bool bad = false;
-  const int64_t before_grads = comm_.stats().bytes_sent();
-  if (dense) {
-    bad = !std::isfinite(reading_b_ ? local_sq : ops_.sum_squares(A, P));
-    if (sharded_) {
-      ghat = g + lo_;  // out of place when A is the residual; in place when A == g
-      comm_.reduce_scatter(A, ghat, shards_.counts(), DType::F32, ReduceOp::SUM).wait();
-    } else {
-      if (A != g) std::memcpy(g, A, P * sizeof(float));
-      if (world_ > 1) comm_.all_reduce(g, P, DType::F32, ReduceOp::SUM).wait();
-      ghat = g;
-    }
-    n_seg = owned;
-    if (use_residual_) std::fill(A, A + P, 0.0f);
-  } else {
-    const size_t K = cur_mask_.size();
-    compact_.resize(K);
-    float* c = compact_.data();
-    const uint32_t* I = cur_mask_.data();
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < K; ++j) c[j] = A[I[j]];
-    bad = !std::isfinite(reading_b_ ? local_sq : ops_.sum_squares(c, K));
-    if (use_residual_) {
-#pragma omp parallel for schedule(static)
-      for (size_t j = 0; j < K; ++j) A[I[j]] = 0.0f;
-    }
-    if (sharded_) {
-      for (int q = 0; q < rank_; ++q) own_offset += cur_counts_[size_t(q)];
-      n_seg = cur_counts_[size_t(rank_)];
-      comm_.reduce_scatter(c, c + own_offset, cur_counts_, DType::F32, ReduceOp::SUM).wait();
-    } else {
-      n_seg = K;
-      if (world_ > 1) comm_.all_reduce(c, K, DType::F32, ReduceOp::SUM).wait();
-    }
-    ghat = c + own_offset;
-  }
-  const int64_t grad_bytes = comm_.stats().bytes_sent() - before_grads;
-
-  // Every rank stops together when one sent non-finite values.
-  int32_t flag = bad ? int32_t(world_ - rank_) : 0;
-  if (world_ > 1) comm_.all_reduce(&flag, 1, DType::I32, ReduceOp::MAX).wait();
-  if (flag != 0)
-    throw CollectiveError(
-        strprintf("step %lld: non-finite (NaN/Inf) gradients on rank %d, found before they were "
-                  "communicated; stopping without updating (the last checkpoint is intact)",
-                  (long long)t, world_ - flag));
-
-  // Reading A clips by the norm of the synchronised values (all of them on a dense step);
-  // reading B has clipped each rank's gradient already and reports the root mean square of the
-  // ranks' local gradient norms.
-  const double seg_sq = reading_b_ ? 0.0 : ops_.sum_squares(ghat, n_seg);
-  float sums[2] = {float(reading_b_ ? local_sq
-                         : sharded_ ? seg_sq
-                                    : 0.0),
-                   use_residual_ ? float(ops_.sum_squares(A, P)) : 0.0f};
-  if (world_ > 1) comm_.all_reduce(sums, 2, DType::F32, ReduceOp::SUM).wait();
+  agree_gradients_finite(control_, r.finite, t);
+  double residual_sq = 0;
   StepResult result;
-  if (reading_b_) {
-    result.grad_norm = std::sqrt(double(sums[0]) / world_);
-  } else {
-    result.grad_norm = std::sqrt(sharded_ ? double(sums[0]) : seg_sq);
-    if (cfg_.grad_clip > 0) {
-      const double coef = cfg_.grad_clip / (result.grad_norm + 1e-6);
-      if (coef < 1.0) ops_.scale(ghat, float(coef), n_seg);
-    }
-  }
-
-  // AdamS on the selected owned coordinates.
-  std::vector<uint32_t> local;
-  const uint32_t* idx = all_owned_.data();
-  if (!dense) {
-    local.resize(n_seg);
-    for (size_t j = 0; j < n_seg; ++j) local[j] = cur_mask_[own_offset + j] - uint32_t(lo_);
-    idx = local.data();
-  }
-  if (reading_b_) {  // ghat: the momentum itself, exact at the selected coordinates
-    ops_.adams_update_from_momentum(params.data() + lo_, m_.data(), last_.data(), idx, ghat,
-                                    decay_.data(), n_seg, float(ctx.lr), float(cfg_.beta1),
-                                    float(cfg_.beta2), float(cfg_.eps), float(cfg_.weight_decay), t,
-                                    code_form_, int(cfg_.catch_up_max));
-  } else {
-    ops_.adams_update_indexed(params.data() + lo_, m_.data(), idx, ghat, decay_.data(), n_seg,
-                              float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
-                              float(cfg_.weight_decay), t, code_form_);
-  }
-
-  // Every replica receives the updated values.
-  const int64_t before_params = comm_.stats().bytes_sent();
-  if (sharded_) {
-    if (dense) {
-      comm_.all_gather(params.data() + lo_, params.data(), shards_.counts(), DType::F32).wait();
-    } else {
-      float* c = compact_.data();
-      const uint32_t* I = cur_mask_.data();
-      float* p = params.data();
-      for (size_t j = 0; j < n_seg; ++j) c[own_offset + j] = p[I[own_offset + j]];
-      comm_.all_gather(c + own_offset, c, cur_counts_, DType::F32).wait();
-      const size_t K = cur_mask_.size();
-#pragma omp parallel for schedule(static)
-      for (size_t j = 0; j < K; ++j) p[I[j]] = c[j];
-    }
-  }
-  const int64_t param_bytes = comm_.stats().bytes_sent() - before_params;
-
-  // The mask of step t+1, from m after this update; its exchange overlaps step t+1's compute.
-  mask_issue_bytes_ = 0;
-  if (next_sparse) {
-    if (cfg_.mask_score == "momentum") {
-      scores.resize(owned);
-      const float* mm = reading_b_ ? local_m_.data() + lo_ : m_.data();
-#pragma omp parallel for schedule(static)
-      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
-    } else if (cfg_.mask_score == "momentum_residual") {
-      // The momentum the coordinate would have if its pending residual were applied now; the
-      // owner's own residual, times the ranks, estimates the sum over ranks.
-      GOSSAMER_CHECK(use_residual_, "optimizer.mask_score: momentum_residual needs residual");
-      scores.resize(owned);
-      const float* mm = m_.data();
-      const float* e = residual_.data() + lo_;
-      const float b1 = float(cfg_.beta1), n = float(world_);
-#pragma omp parallel for schedule(static)
-      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[i]);
-    }
-    select_next_mask(scores.data());
-  } else {
-    next_own_.clear();
-  }
+  result.grad_norm = clip(r, &residual_sq);
+  update_selected(r, dense, ctx);
+  const int64_t param_bytes = distribute_params(r, dense);
+  select_next_mask(t, scores);
 
   double jac = std::nan("");
   if (!dense) {
@@ -355,34 +406,35 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   const comm::CommStats delta = comm_.stats().since(before);
   metrics_ = {
       {"dense", dense ? 1.0 : 0.0},
-      {"selected", double(dense ? P : cur_mask_.size())},
-      {"grad_bytes", double(grad_bytes)},
+      {"selected", double(dense ? total_ : cur_mask_.size())},
+      {"grad_bytes", double(r.bytes)},
       {"param_bytes", double(param_bytes)},
       {"critical_bytes", double(delta.bytes_sent()) - mask_issue_bytes_},
       {"mask_bytes", mask_issue_bytes_},
       {"mask_wait_s", mask_wait_s},
   };
-  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(double(sums[1]))});
+  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(residual_sq)});
   if (!std::isnan(jac)) metrics_.push_back({"mask_jaccard", jac});
   if (!std::isnan(mask_exchange_s)) metrics_.push_back({"mask_exchange_s", mask_exchange_s});
   return result;
 }
 
+// ---- checkpoint state ---------------------------------------------------------------------
+
 std::vector<StateTensor> Scape::state() {
   const size_t owned = hi_ - lo_;
-  std::fill(mask_flags_.begin(), mask_flags_.end(), 0.0f);
-  for (uint32_t i : next_own_) mask_flags_[i] = 1.0f;
-  has_mask_ = next_own_.empty() ? 0.0f : 1.0f;
-  std::vector<StateTensor> s = {{"scape.m", m_.data(), owned, lo_, total_},
-                                {"scape.next_mask", mask_flags_.data(), owned, lo_, total_},
-                                {"scape.has_next_mask", &has_mask_, 1, 0, 1}};
+  std::fill(mask_flags_.begin(), mask_flags_.end(), uint8_t{0});
+  for (uint32_t i : next_own_) mask_flags_[i] = 1;
+  has_mask_ = next_own_.empty() ? 0 : 1;
+  std::vector<StateTensor> s = {
+      StateTensor::sharded("scape.m", m_.data(), owned, lo_, total_),
+      StateTensor::sharded("scape.next_mask", mask_flags_.data(), owned, lo_, total_),
+      StateTensor::replicated("scape.has_next_mask", &has_mask_, 1)};
   if (use_residual_)
-    s.push_back({"scape.residual", residual_.data(), total_, size_t(rank_) * total_,
-                 size_t(world_) * total_, total_});
+    s.push_back(StateTensor::summed_rows("scape.residual", residual_.data(), total_));
   if (reading_b_) {  // the ranks' local momenta matter only through their sum
-    s.push_back({"scape.local_momentum", local_m_.data(), total_, size_t(rank_) * total_,
-                 size_t(world_) * total_, total_});
-    s.push_back({"scape.last_update", last_.data(), owned, lo_, total_});
+    s.push_back(StateTensor::summed_rows("scape.local_momentum", local_m_.data(), total_));
+    s.push_back(StateTensor::sharded("scape.last_update", last_.data(), owned, lo_, total_));
   }
   return s;
 }
@@ -390,10 +442,10 @@ std::vector<StateTensor> Scape::state() {
 void Scape::state_loaded() {
   next_own_.clear();
   for (size_t i = 0; i < mask_flags_.size(); ++i)
-    if (mask_flags_[i] != 0.0f) next_own_.push_back(uint32_t(i));
+    if (mask_flags_[i] != 0) next_own_.push_back(uint32_t(i));
   prev_mask_.clear();
   mask_in_flight_ = mask_ready_ = relaunch_after_load_ = false;
-  if (has_mask_ != 0.0f) {
+  if (has_mask_ != 0) {
     if (sharded_)
       relaunch_after_load_ = true;
     else

@@ -1,22 +1,24 @@
-// SCAPE: sparse communication on top of AdamS (ALGORITHMS.md 2.2, reading A).
+// SCAPE: sparse communication on top of AdamS (ALGORITHMS.md 2.2, readings A and B; our
+// reading in docs/SCAPE.md; config section optimizer.scape).
 // Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns the contiguous slice S_r of the flat
 // space, keeps AdamS's momentum m for it, and at the end of step t selects the exact top-k_r of
-// its slice by |m| (k_r = ceil((1 - sparsity) |S_r|)). That mask shard is all-gathered
-// asynchronously, overlapping step t+1's forward and backward (the one-step delay), and is
-// used by step t+1: every rank adds its local gradient to its error-feedback residual e_r,
-// packs e_r at the mask into one compact buffer, zeroes those residual entries, and the
-// compact buffers are reduce-scattered (owner r receives its k_r averaged values); the owner
-// applies AdamS to its selected coordinates only (weight decay included; the others keep
-// their value and momentum), and the updated values are all-gathered sparsely and scattered
-// into every replica. Dense steps (warm-up, periodic refresh) are the same with the mask
-// "everything". zero_stage 0 keeps m replicated: every rank computes the same full mask, the
-// compact buffer is all-reduced, and no parameter exchange is needed. At world size 1 the same
-// numerics run without communication.
+// its slice by the mask score (k_r = ceil((1 - sparsity) |S_r|)). That mask shard is
+// all-gathered asynchronously, overlapping step t+1's forward and backward (the one-step
+// delay), and is used by step t+1: every rank adds its local gradient to its error-feedback
+// residual e_r (reading A) or its local momentum (reading B), packs it at the mask into one
+// compact buffer, and the compact buffers are reduce-scattered (owner r receives its k_r
+// summed values); the owner applies AdamS to its selected coordinates only (weight decay
+// included; the others keep their value and momentum), and the updated values are
+// all-gathered sparsely and scattered into every replica. Dense steps (warm-up, periodic
+// refresh) are the same with the mask "everything". zero_stage 0 keeps m replicated: every
+// rank computes the same full mask, the compact buffer is all-reduced, and no parameter
+// exchange is needed. At world size 1 the same numerics run without communication.
 // Invariant: after step(), the parameters are bit-identical on every rank; the mask in use at
 // step t was computed from m after step t-1.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -27,16 +29,19 @@
 
 namespace gossamer::optim {
 
+// The registry's factory.
+std::unique_ptr<Optimizer> make_scape(const OptimizerSetup& setup);
+
 class Scape final : public Optimizer {
  public:
-  Scape(const OptimizerConfig& config, const ParallelConfig& parallel,
-        const model::ParamLayout& layout, const kernels::OpTable& ops, comm::Communicator& comm);
+  explicit Scape(const OptimizerSetup& setup);
   ~Scape() override;
 
   const char* name() const override { return "scape"; }
+  Replicas replicas() const override { return Replicas::REPLICAS_IDENTICAL_EVERY_STEP; }
   double gradient_scale() const override { return 1.0 / world_; }
-  void micro_batch_begin(int index, int count, std::span<float> grads) override;
-  StepResult step(std::span<float> params, std::span<float> grads, const StepContext& ctx) override;
+  void micro_batch_begin(int index, int count) override;
+  StepResult step(const StepContext& ctx) override;
   std::vector<StateTensor> state() override;
   void state_loaded() override;
   size_t state_bytes() const override;
@@ -53,24 +58,41 @@ class Scape final : public Optimizer {
   size_t k_of(int rank) const;
 
  private:
+  // What the reduction left on this rank: its summed values, one per selected owned
+  // coordinate (n of them), at `offset` in the compact buffer (sparse steps).
+  struct Reduced {
+    float* values = nullptr;
+    size_t n = 0, offset = 0;
+    bool finite = true;
+    double local_sq = 0;  // reading B: this rank's squared gradient norm
+    int64_t bytes = 0;
+  };
+  double take_mask(bool have_mask, double* exchange_s);
+  float* payload(double* local_sq);
+  Reduced reduce_dense(float* payload, double local_sq);
+  Reduced reduce_sparse(float* payload, double local_sq);
+  double clip(Reduced& r, double* residual_sq);
+  void update_selected(const Reduced& r, bool dense, const StepContext& ctx);
+  int64_t distribute_params(const Reduced& r, bool dense);
+  void select_next_mask(int64_t t, std::vector<float>& scores);
   void launch_mask_exchange(MaskEncoding encoding);
   void finish_mask_exchange();
-  void select_next_mask(const float* scores_of_owned_slice);
   // Reading B: u_r = beta1 u_r + (1 - beta1) clip(g); returns u_r, sets this rank's squared
   // gradient norm.
   float* accumulate_local_momentum(const float* g, double* local_sq);
 
   OptimizerConfig cfg_;
-  ParallelConfig par_;
+  ScapeConfig sc_;
   const kernels::OpTable& ops_;
   comm::Communicator& comm_;
+  comm::Communicator& control_;
   int world_, rank_;
   size_t total_;
   bool sharded_;  // zero_stage 1 (with more than one rank)
   bool code_form_;
   double density_;
-  bool reading_b_;                   // optimizer.scape_reading "B"
-  bool use_residual_;                // reading A with optimizer.residual
+  bool reading_b_;                   // optimizer.scape.reading "B"
+  bool use_residual_;                // reading A with optimizer.scape.residual
   ShardLayout shards_;               // the ZeRO-1 split of the flat space (when sharded)
   size_t lo_, hi_;                   // the slice this rank owns (all of it when not sharded)
   HostBuffer<float> m_;              // momentum of the owned slice
@@ -90,8 +112,8 @@ class Scape final : public Optimizer {
   comm::Work mask_work_;
   bool mask_in_flight_ = false, mask_ready_ = false, relaunch_after_load_ = false;
   double mask_issue_bytes_ = 0;
-  std::vector<float> mask_flags_;  // checkpoint view of next_own_
-  float has_mask_ = 0;             // checkpoint: whether next_own_ is a mask for the next step
+  std::vector<uint8_t> mask_flags_;  // checkpoint view of next_own_ (1: selected)
+  uint8_t has_mask_ = 0;             // checkpoint: whether next_own_ is a mask for the next step
   std::vector<std::pair<std::string, double>> metrics_;
 };
 

@@ -30,8 +30,8 @@ std::unique_ptr<UpdateRule> make_adamw_rule(const OptimizerConfig& config,
                                             const model::ParamLayout& layout,
                                             const kernels::OpTable& ops, size_t begin, size_t end);
 
-// AdamS on [begin, end) (config.adams_form: "code" official-code form, "paper" without bias
-// correction); decoupled weight decay on PARAM_KIND_WEIGHT views only.
+// AdamS on [begin, end) (config.adams.form: the official code's form, or the paper's without
+// bias correction); decoupled weight decay on PARAM_KIND_WEIGHT views only.
 std::unique_ptr<UpdateRule> make_adams_rule(const OptimizerConfig& config,
                                             const model::ParamLayout& layout,
                                             const kernels::OpTable& ops, size_t begin, size_t end);

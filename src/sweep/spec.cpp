@@ -91,37 +91,43 @@ json to_plain(const ordered_json& j) {
   return json::parse(j.dump());
 }
 
-// Every section and key of the run config, from a default config.
+// Every key of the run config ("section.key", "section.sub.key"), from its visit() lists.
 struct ConfigKeys {
-  std::map<std::string, std::vector<std::string>> keys;  // section -> keys
-  std::vector<std::string> sections;
+  std::vector<std::string> keys = train::config_key_paths();
 
-  ConfigKeys() {
-    train::RunConfig c;
-    const json all = to_json(c);
-    for (const auto& [section, obj] : all.items()) {
-      sections.push_back(section);
-      for (const auto& [key, value] : obj.items()) keys[section].push_back(key);
-    }
+  // The keys under a dotted prefix ("optimizer." -> "lr, scape.sparsity, ..."), for errors.
+  std::string keys_under(const std::string& prefix) const {
+    std::vector<std::string> under;
+    for (const auto& k : keys)
+      if (k.starts_with(prefix)) under.push_back(k.substr(prefix.size()));
+    return join(under, ", ");
   }
 
-  // Fails unless `key` is "section.key" of the run config (and not train.out_dir).
+  // Fails unless `key` is a key of the run config (and not train.out_dir).
   void check(const std::string& key, const std::string& where) const {
     const size_t dot = key.find('.');
     GOSSAMER_CHECK(dot != std::string::npos && dot > 0 && dot + 1 < key.size(),
                    "%s: expected a config key SECTION.KEY (e.g. optimizer.lr), found \"%s\"",
                    where.c_str(), key.c_str());
-    const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
-    auto it = keys.find(section);
-    GOSSAMER_CHECK(it != keys.end(), "%s: unknown config section \"%s\" (sections: %s)",
-                   where.c_str(), section.c_str(), join(sections, ", ").c_str());
-    bool ok = false;
-    for (const auto& k : it->second) ok = ok || k == name;
-    GOSSAMER_CHECK(ok, "%s: unknown config key (keys of %s: %s)", where.c_str(), section.c_str(),
-                   join(it->second, ", ").c_str());
-    GOSSAMER_CHECK(key != "train.out_dir",
-                   "%s: the sweep sets train.out_dir itself (OUT/POINT); set \"out\" instead",
-                   where.c_str());
+    const std::string section = key.substr(0, dot);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      GOSSAMER_CHECK(key != "train.out_dir",
+                     "%s: the sweep sets train.out_dir itself (OUT/POINT); set \"out\" instead",
+                     where.c_str());
+      return;
+    }
+    const std::string in_section = keys_under(section + ".");
+    if (in_section.empty()) {
+      std::vector<std::string> sections;
+      for (const auto& k : keys) {
+        const std::string s = k.substr(0, k.find('.'));
+        if (sections.empty() || sections.back() != s) sections.push_back(s);
+      }
+      fail("%s: unknown config section \"%s\" (sections: %s)", where.c_str(), section.c_str(),
+           join(sections, ", ").c_str());
+    }
+    fail("%s: unknown config key (keys of %s: %s)", where.c_str(), section.c_str(),
+         in_section.c_str());
   }
 };
 
@@ -142,14 +148,20 @@ std::vector<SweepOverride> read_overrides(const ordered_json& j, const std::stri
   return out;
 }
 
+// Sets the dotted key in the config, creating the sections on its path.
 void apply(json& config, const SweepOverride& o, const std::string& where) {
-  const size_t dot = o.first.find('.');
-  const std::string section = o.first.substr(0, dot), key = o.first.substr(dot + 1);
-  json& s = config[section];
-  if (s.is_null()) s = json::object();
-  GOSSAMER_CHECK(s.is_object(), "%s: section %s of the base config is not an object", where.c_str(),
-                 section.c_str());
-  s[key] = o.second;
+  json* node = &config;
+  size_t start = 0;
+  for (size_t dot = o.first.find('.'); dot != std::string::npos; dot = o.first.find('.', start)) {
+    const std::string section = o.first.substr(0, dot);
+    json& s = (*node)[o.first.substr(start, dot - start)];
+    if (s.is_null()) s = json::object();
+    GOSSAMER_CHECK(s.is_object(), "%s: section %s of the base config is not an object",
+                   where.c_str(), section.c_str());
+    node = &s;
+    start = dot + 1;
+  }
+  (*node)[o.first.substr(start)] = o.second;
 }
 
 std::string check_name(const std::string& name, const std::string& where) {
@@ -200,12 +212,17 @@ std::string override_value_text(const json& value) {
 }
 
 json config_value(const json& config, const std::string& dotted_key) {
-  const size_t dot = dotted_key.find('.');
-  if (dot == std::string::npos) return nullptr;
-  auto s = config.find(dotted_key.substr(0, dot));
-  if (s == config.end() || !s->is_object()) return nullptr;
-  auto v = s->find(dotted_key.substr(dot + 1));
-  return v == s->end() ? json(nullptr) : *v;
+  const json* node = &config;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted_key.find('.', start);
+    if (!node->is_object()) return nullptr;
+    auto it = node->find(dotted_key.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (it == node->end()) return nullptr;
+    if (dot == std::string::npos) return *it;
+    node = &*it;
+    start = dot + 1;
+  }
 }
 
 SweepSpec parse_sweep(const ordered_json& j, const std::string& source, const std::string& base_dir,

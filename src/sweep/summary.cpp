@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "io/atomic_file.h"
 #include "sweep/process.h"
+#include "train/run_config.h"
 #include "train/step_telemetry.h"
 
 namespace gossamer::sweep {
@@ -145,7 +146,8 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
   for (int64_t step : s.metrics.steps) s.final_metrics = s.final_metrics || step == point.steps;
   s.finished = s.final_checkpoint && s.final_metrics;
 
-  const json run = read_json_file(fs::path(point.dir) / "config.json");
+  json run = read_json_file(fs::path(point.dir) / "config.json");
+  train::migrate_legacy_config(run);  // run directories written before optimizer sections
   if (run.is_object()) {
     for (const auto& [section, keys] : point.config.items()) {
       for (const auto& [key, value] : keys.items()) {

@@ -11,6 +11,8 @@
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
+#include "train/optimizer_state_file.h"
+#include "train/run_config.h"
 
 namespace gossamer::train {
 
@@ -68,14 +70,16 @@ TrainerState initial_trainer_state(uint64_t seed) {
   return state;
 }
 
-void write_model_weights(const std::string& path, const model::Model& model, const json& config) {
+void write_model_weights(const std::string& path, const model::ParamLayout& layout,
+                         std::span<const float> params, const json& config) {
+  GOSSAMER_CHECK(params.size() == layout.total(), "%s: %zu weights for a layout of %zu",
+                 path.c_str(), params.size(), layout.total());
   io::SafetensorsWriter weights;
   weights.set_metadata("format", "gossamer-model");
   weights.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
   weights.set_metadata("model_config", config.at("model").dump());
-  const float* p = model.params().data();
-  for (const model::ParamView& v : model.layout().views())
-    weights.add(v.name, io::DType::DTYPE_F32, v.shape, p + v.offset);
+  for (const model::ParamView& v : layout.views())
+    weights.add(v.name, io::DType::DTYPE_F32, v.shape, params.data() + v.offset);
   weights.write(path);
 }
 
@@ -90,51 +94,11 @@ json trainer_state_json(const TrainerState& state, const json& config) {
           {"config", config}};
 }
 
-namespace {
-
-// Whole tensors of the optimizer state on every rank: each rank's slice all-gathered.
-struct GatheredState {
-  std::string name;
-  const float* data;
-  size_t numel;
-};
-
-std::vector<GatheredState> gather_state(optim::Optimizer& optimizer, comm::Communicator& comm,
-                                        std::vector<std::vector<float>>& storage) {
-  std::vector<GatheredState> out;
-  for (const optim::StateTensor& s : optimizer.state()) {
-    const size_t total = s.total ? s.total : s.numel;
-    if (s.numel == total) {
-      out.push_back({s.name, s.data, total});
-      continue;
-    }
-    std::vector<int64_t> sizes(size_t(comm.size()));
-    int64_t mine = int64_t(s.numel);
-    const std::vector<size_t> ones(size_t(comm.size()), 1);
-    comm.all_gather(&mine, sizes.data(), ones, comm::DType::I64).wait();
-    std::vector<size_t> counts(sizes.begin(), sizes.end());
-    size_t sum = 0, before = 0;
-    for (int r = 0; r < comm.size(); ++r) {
-      if (r == comm.rank()) before = sum;
-      sum += counts[size_t(r)];
-    }
-    GOSSAMER_CHECK(sum == total && before == s.offset,
-                   "optimizer state %s: rank slices cover %zu of %zu elements (offset %zu vs %zu)",
-                   s.name.c_str(), sum, total, s.offset, before);
-    storage.emplace_back(total);
-    comm.all_gather(s.data, storage.back().data(), counts, comm::DType::F32).wait();
-    out.push_back({s.name, storage.back().data(), total});
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
-                            optim::Optimizer& optimizer, const TrainerState& state,
-                            const json& config, comm::Communicator& comm) {
-  std::vector<std::vector<float>> storage;
-  const std::vector<GatheredState> tensors = gather_state(optimizer, comm, storage);
+std::string save_checkpoint(const std::string& run_dir, const model::ParamLayout& layout,
+                            std::span<const float> weights, optim::Optimizer& optimizer,
+                            const TrainerState& state, const json& config,
+                            comm::Communicator& comm) {
+  const GatheredOptimizerState optimizer_state(optimizer, comm);
   if (comm.rank() != 0) return "";
 
   const fs::path dir = fs::path(run_dir) / "checkpoints";
@@ -148,14 +112,8 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
   io::StagingDir staging((dir / step_name(state.step)).string(), /*force=*/true, "trainer.json",
                          "checkpoint");
   const fs::path tmp_dir = staging.path();
-  write_model_weights((tmp_dir / "model.safetensors").string(), model, config);
-
-  io::SafetensorsWriter opt;
-  opt.set_metadata("format", "gossamer-optimizer");
-  opt.set_metadata("optimizer", optimizer.name());
-  for (const GatheredState& s : tensors)
-    opt.add(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(s.numel)}, s.data);
-  opt.write((tmp_dir / "optimizer.safetensors").string());
+  write_model_weights((tmp_dir / "model.safetensors").string(), layout, weights, config);
+  optimizer_state.write((tmp_dir / "optimizer.safetensors").string());
 
   staging.write_file("trainer.json", trainer_state_json(state, config).dump(2) + "\n");
   staging.commit();
@@ -166,7 +124,8 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const json& config) {
   const auto single = comm::make_single_communicator();
-  return save_checkpoint(run_dir, model, optimizer, state, config, *single);
+  return save_checkpoint(run_dir, model.layout(), model.params(), optimizer, state, config,
+                         *single);
 }
 
 void prune_checkpoints(const std::string& run_dir, int64_t keep) {
@@ -210,40 +169,9 @@ void load_model_weights(const std::string& checkpoint_dir, model::Model& model) 
 }
 
 void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
-                         TrainerState& state) {
+                         TrainerState& state, int rank, int world) {
   const fs::path dir(checkpoint_dir);
-  const std::string file = (dir / "optimizer.safetensors").string();
-  io::SafetensorsReader reader(file);
-  const auto& meta = reader.metadata();
-  auto it = meta.find("optimizer");
-  GOSSAMER_CHECK(it != meta.end() && it->second == optimizer.name(),
-                 "%s: optimizer state is for \"%s\", the run uses \"%s\"", file.c_str(),
-                 it == meta.end() ? "?" : it->second.c_str(), optimizer.name());
-  for (const optim::StateTensor& s : optimizer.state()) {
-    GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", file.c_str(),
-                   s.name.c_str());
-    const size_t total = s.total ? s.total : s.numel;
-    const size_t saved = size_t(reader.info(s.name).numel());
-    if (s.additive_rows > 0 && saved != total && saved % s.additive_rows == 0) {
-      // Per-rank rows saved at another world size: their sum goes to rank 0.
-      std::vector<float> rows(saved);
-      reader.read_into(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(saved)}, rows.data());
-      std::fill(s.data, s.data + s.numel, 0.0f);
-      if (s.offset == 0)
-        for (size_t r = 0; r < saved / s.additive_rows; ++r)
-          for (size_t i = 0; i < s.numel; ++i) s.data[i] += rows[r * s.additive_rows + i];
-      continue;
-    }
-    if (s.numel == total) {
-      reader.read_into(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(total)}, s.data);
-      continue;
-    }
-    std::vector<float> whole(total);
-    reader.read_into(s.name, io::DType::DTYPE_F32, {static_cast<int64_t>(total)}, whole.data());
-    std::copy(whole.begin() + ptrdiff_t(s.offset), whole.begin() + ptrdiff_t(s.offset + s.numel),
-              s.data);
-  }
-  optimizer.state_loaded();
+  load_optimizer_state((dir / "optimizer.safetensors").string(), optimizer, rank, world);
 
   const fs::path tfile = dir / "trainer.json";
   json t = read_json_file(tfile);
@@ -267,7 +195,9 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
 json load_checkpoint_config(const std::string& checkpoint_dir) {
   const fs::path tfile = fs::path(checkpoint_dir) / "trainer.json";
   json t = read_json_file(tfile);
-  return json_field<json>(t, "config", tfile);
+  json config = json_field<json>(t, "config", tfile);
+  migrate_legacy_config(config);  // checkpoints written before optimizer sections
+  return config;
 }
 
 }  // namespace gossamer::train

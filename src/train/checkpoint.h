@@ -1,7 +1,7 @@
 // Checkpoints: a directory <run>/checkpoints/step_NNNNNNNN holding
 //   model.safetensors      fp32 parameters by name (world-size independent)
-//   optimizer.safetensors  the optimizer's whole flat state tensors (parameter layout),
-//                          gathered from every rank's slice
+//   optimizer.safetensors  the optimizer's state of every rank, by scope and dtype
+//                          (train/optimizer_state_file.h)
 //   trainer.json           step, data-loader position, RNG state, tokens seen, resolved config
 // Written into a hidden temporary directory and renamed into place when complete, so a
 // directory named step_* is always whole. Loading validates every tensor's name, dtype and
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,17 +35,20 @@ struct TrainerState {
 TrainerState initial_trainer_state(uint64_t seed);
 
 // model.safetensors: every parameter by name (fp32) plus format metadata and the model config.
-void write_model_weights(const std::string& path, const model::Model& model,
-                         const nlohmann::json& config);
+void write_model_weights(const std::string& path, const model::ParamLayout& layout,
+                         std::span<const float> params, const nlohmann::json& config);
 // trainer.json's content for `state` and the resolved run config.
 nlohmann::json trainer_state_json(const TrainerState& state, const nlohmann::json& config);
 
 // Writes a checkpoint for `state.step` under run_dir/checkpoints and returns its path.
-// Collective over `comm`: every rank calls it; the optimizer's state slices are gathered
-// into whole flat tensors and rank 0 writes the directory (other ranks return "").
-std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
-                            optim::Optimizer& optimizer, const TrainerState& state,
-                            const nlohmann::json& config, comm::Communicator& comm);
+// model.safetensors holds `weights` (the model's parameters, or the optimizer's evaluation
+// weights when its replicas differ). Collective over `comm`: every rank calls it; the
+// optimizer's state is gathered (train/optimizer_state_file.h) and rank 0 writes the directory
+// (other ranks return "").
+std::string save_checkpoint(const std::string& run_dir, const model::ParamLayout& layout,
+                            std::span<const float> weights, optim::Optimizer& optimizer,
+                            const TrainerState& state, const nlohmann::json& config,
+                            comm::Communicator& comm);
 // One process (tools and tests).
 std::string save_checkpoint(const std::string& run_dir, const model::Model& model,
                             optim::Optimizer& optimizer, const TrainerState& state,
@@ -59,10 +63,10 @@ std::string resolve_checkpoint(const std::string& path);
 
 // Loads parameters into the model (shapes must match the model's layout).
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model);
-// Loads optimizer state (names and whole sizes must match; each rank takes its slices, so a
-// checkpoint written at any world size loads at any other) and the trainer state.
+// Loads this rank's optimizer state (train/optimizer_state_file.h: sharded state loads at any
+// world size, per-rank state only at the one it was saved at) and the trainer state.
 void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
-                         TrainerState& state);
+                         TrainerState& state, int rank = 0, int world = 1);
 // The resolved run config stored in the checkpoint's trainer.json.
 nlohmann::json load_checkpoint_config(const std::string& checkpoint_dir);
 

@@ -159,8 +159,7 @@ struct SectionReader {
 
   template <class S>
   static void read_section(const json& j, const std::string& where, S& s) {
-    GOSSAMER_CHECK(j.is_object(), "%s: expected an object, found %s", where.c_str(),
-                   json_kind(j));
+    GOSSAMER_CHECK(j.is_object(), "%s: expected an object, found %s", where.c_str(), json_kind(j));
     SectionReader r{j, where, {}, {}};
     s.visit(r);
     r.check_unknown();
@@ -201,6 +200,22 @@ struct DocSection {
     out << "| `" << prefix << key << "` | section | | " << doc << " |\n";
     DocSection d{out, prefix + key + "."};
     sub.visit(d);
+  }
+  void moved(const char*, const char*) {}
+};
+
+// Every leaf key's dotted path, subsections included whether in use or not.
+struct KeyLister {
+  std::vector<std::string>& out;
+  std::string prefix;  // "optimizer." or "optimizer.scape."
+  template <class T>
+  void operator()(const char* key, T&, std::string_view) {
+    out.push_back(prefix + key);
+  }
+  template <class S>
+  void subsection(const char* key, S& sub, std::string_view, const std::string&) {
+    KeyLister l{out, prefix + key + "."};
+    sub.visit(l);
   }
   void moved(const char*, const char*) {}
 };

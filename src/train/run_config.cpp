@@ -128,6 +128,44 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   return c;
 }
 
+struct KeyListWriter {
+  std::vector<std::string>& out;
+  template <class S>
+  void section(const char* name, S& s) {
+    config_detail::KeyLister l{out, std::string(name) + "."};
+    s.visit(l);
+  }
+};
+
+std::vector<std::string> config_key_paths() {
+  std::vector<std::string> out;
+  RunConfig c;
+  KeyListWriter w{out};
+  c.visit_sections(w);
+  return out;
+}
+
+void migrate_legacy_config(json& config) {
+  if (!config.is_object() || !config.contains("optimizer") || !config["optimizer"].is_object())
+    return;
+  json& opt = config["optimizer"];
+  optim::OptimizerConfig method;
+  if (opt.contains("name") && opt["name"].is_string()) method.name = opt["name"].get<std::string>();
+  for (const auto& [old_key, new_path] : optim::OptimizerConfig::kMovedKeys) {
+    if (!opt.contains(old_key)) continue;
+    json value = opt[old_key];
+    opt.erase(old_key);
+    // "optimizer.SECTION.KEY": kept where the method reads SECTION, dropped elsewhere (resolved
+    // configs of old runs list every flat key, also those of other methods).
+    const std::string rest = std::string(new_path).substr(std::string("optimizer.").size());
+    const std::string section = rest.substr(0, rest.find('.'));
+    const std::string key = rest.substr(rest.find('.') + 1);
+    if (!method.section_unused_reason(section).empty()) continue;
+    if (!opt.contains(section) || !opt[section].is_object()) opt[section] = json::object();
+    opt[section][key] = std::move(value);
+  }
+}
+
 json to_json(RunConfig& config) {
   json root = json::object();
   ConfigWriter w{root};

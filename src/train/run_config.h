@@ -13,7 +13,8 @@
 #include "kernels/cpu/cpu_setup.h"
 #include "model/model_config.h"
 #include "optim/lr_schedule.h"
-#include "optim/optimizer.h"
+#include "optim/optimizer_config.h"
+#include "optim/parallel_config.h"
 
 namespace gossamer::train {
 
@@ -122,6 +123,13 @@ RunConfig parse_run_config(const nlohmann::json& j, const std::string& source);
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
                           int world = 1);
 nlohmann::json to_json(RunConfig& config);
+// Rewrites a resolved config written by an older gossamer into today's form (optimizer keys that
+// moved into method sections), for configs stored in checkpoints and run directories; a user's
+// config with an old key is an error instead (naming the new key).
+void migrate_legacy_config(nlohmann::json& config);
+// The dotted path of every key a run config accepts ("optimizer.lr", "optimizer.scape.sparsity"),
+// in reference order; method sections are listed whether the default method reads them or not.
+std::vector<std::string> config_key_paths();
 // Markdown reference of every key with its type, default and documentation.
 std::string config_reference_markdown();
 

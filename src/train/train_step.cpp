@@ -20,14 +20,14 @@ StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t
     s.local_loss += model.forward(inputs, targets, B, T) / double(accum);
     s.fwd_s += w.seconds();
     w.reset();
-    optimizer.micro_batch_begin(int(micro), int(accum), model.grads());
+    optimizer.micro_batch_begin(int(micro), int(accum));
     model.backward(grad_scale, hook);
     optimizer.micro_batch_end(int(micro), int(accum));
     s.bwd_s += w.seconds();
   }
   if (hooks.before_step) hooks.before_step();
   Stopwatch w;
-  s.result = optimizer.step(model.params(), model.grads(), ctx);
+  s.result = optimizer.step(ctx);
   s.optim_s = w.seconds();
   return s;
 }

@@ -23,7 +23,8 @@ struct StepHooks {
   std::function<void()> before_step;  // after the last backward, before optimizer.step()
 };
 
-// fill_batch(inputs, targets) supplies one micro-batch of B x T tokens.
+// fill_batch(inputs, targets) supplies one micro-batch of B x T tokens. The optimizer is
+// attached to the model's buffers.
 StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t accum, int B,
                        int T, int32_t* inputs, int32_t* targets,
                        const std::function<void(int32_t*, int32_t*)>& fill_batch,

@@ -1,10 +1,16 @@
-// Implementation of run_training (see trainer.h).
+// Implementation of run_training (see trainer.h): a TrainingRun opens and checks every input
+// before it writes anything, builds the model and the optimizer, restores a checkpoint or
+// initialises the weights, attaches the optimizer, then runs the steps. Per step it follows the
+// optimizer's replica contract: ranks agree on the loss and on interrupts after every step,
+// except for methods whose replicas are independent, which agree only at the log, evaluation
+// and checkpoint cadence; evaluation and model.safetensors see the optimizer's evaluation
+// weights when its replicas differ.
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -27,10 +33,12 @@
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/lr_schedule.h"
+#include "optim/registry.h"
 #include "train/checkpoint.h"
 #include "train/fault_injection.h"
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
+#include "train/mfu.h"
 #include "train/step_telemetry.h"
 #include "train/train_step.h"
 
@@ -40,14 +48,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-nlohmann::json optim_metrics_json(const optim::Optimizer& optimizer) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [key, value] : optimizer.step_metrics()) j[key] = value;
-  return j;
-}
-}  // namespace
 
-namespace {
+// A multi-rank job stopping on a signal has this long to finish its step and checkpoint.
+constexpr double kSignalGraceSeconds = 20;
 
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -65,22 +68,397 @@ void prepare_run_dir(const std::string& dir, const json& config) {
   io::write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
 }
 
-// A multi-rank job stopping on a signal has this long to finish its step and checkpoint.
-constexpr double kSignalGraceSeconds = 20;
+json optim_metrics_json(const optim::Optimizer& optimizer) {
+  json j = json::object();
+  for (const auto& [key, value] : optimizer.step_metrics()) j[key] = value;
+  return j;
+}
 
-int train_on(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
-             const std::string& init_from);
+// The data a run reads, opened and checked before anything is written.
+struct Inputs {
+  data::DataLoader train;
+  std::optional<data::DataLoader> val;
+  std::unique_ptr<data::Tokenizer> tokenizer;  // only when samples are printed
+};
+
+Inputs open_inputs(const RunConfig& config, int world) {
+  const auto& d = config.data;
+  const uint64_t seed = config.train.seed;
+  const int B = d.micro_batch, T = d.seq_len;
+  Inputs in{data::DataLoader(data::expand_shard_patterns(d.train), T, seed, d.shuffle,
+                             uint32_t(config.model.vocab_size)),
+            std::nullopt, nullptr};
+  GOSSAMER_CHECK(in.train.num_windows() >= uint64_t(B) * world,
+                 "data.train: holds %llu windows of %d tokens, fewer than one step needs (%d "
+                 "ranks x micro_batch %d)",
+                 (unsigned long long)in.train.num_windows(), T + 1, world, B);
+  if (!d.val.empty()) {
+    in.val.emplace(data::expand_shard_patterns(d.val), T, seed, false,
+                   uint32_t(config.model.vocab_size));
+    GOSSAMER_CHECK(in.val->num_windows() >= uint64_t(B),
+                   "data.val: holds %llu windows of %d tokens, fewer than one micro-batch (%d)",
+                   (unsigned long long)in.val->num_windows(), T + 1, B);
+  }
+  if (config.train.sample_every > 0) in.tokenizer = data::load_tokenizer(d.tokenizer);
+  GOSSAMER_CHECK(!in.tokenizer || uint32_t(config.model.vocab_size) <= in.tokenizer->vocab_size(),
+                 "data.tokenizer: %s has %u tokens, fewer than model.vocab_size %d: samples could "
+                 "hold ids it cannot decode",
+                 d.tokenizer.c_str(), in.tokenizer ? in.tokenizer->vocab_size() : 0,
+                 config.model.vocab_size);
+  return in;
+}
+
+// What one step produced, as every rank agrees on it (or as this rank saw it, on steps without
+// agreement).
+struct StepRecord {
+  double loss = 0, lr = 0, seconds = 0;
+  StepTimings timings;
+  StepTelemetry telemetry;
+  bool agreed = true;  // telemetry was exchanged: loss is the mean over ranks
+  comm::CommStats comm;
+};
+
+class TrainingRun {
+ public:
+  TrainingRun(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
+              const std::string& init_from);
+  int run();
+
+ private:
+  void build_and_restore(const std::string& resume_path, const std::string& init_from);
+  void check_replica_contract() const;
+  void log_setup() const;
+  StepRecord train_one_step(int64_t step);
+  bool agrees_after(int64_t step) const;
+  void record(const StepRecord& r);
+  // Runs fn with the weights evaluation sees in the model (the optimizer's, when its replicas
+  // differ); every rank must call it at the same steps.
+  template <class Fn>
+  void with_evaluation_weights(Fn&& fn);
+  void evaluate_at(int64_t step);
+  void sample();
+  void checkpoint();
+
+  comm::Communicator& comm_;
+  RunConfig config_;
+  const TrainConfig& tc_;
+  const int world_, rank_, B_, T_;
+  const int64_t accum_, tokens_per_step_;
+  const kernels::OpTable& ops_;
+  Inputs inputs_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  HostBuffer<float> evaluation_weights_;  // when the replicas may differ
+  TrainerState state_;
+  std::string resumed_from_;
+  json resolved_;
+  std::optional<MetricsLog> metrics_;  // rank 0 writes the run directory
+  std::optional<MfuMeter> mfu_;
+  double flops_per_token_ = 0;
+  FaultPlan fault_;
+  HostBuffer<int32_t> tokens_, targets_;
+  Rng sample_rng_;
+  double step_time_sum_ = 0;
+  int64_t timed_steps_ = 0, steps_this_run_ = 0;
+};
+
+TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
+                         const std::string& init_from)
+    : comm_(comm),
+      config_((config.validate(comm.size()), std::move(config))),
+      tc_(config_.train),
+      world_(comm.size()),
+      rank_(comm.rank()),
+      B_(config_.data.micro_batch),
+      T_(config_.data.seq_len),
+      accum_(config_.grad_accum_steps(world_)),
+      tokens_per_step_(int64_t(B_) * T_ * world_ * accum_),
+      ops_((kernels::cpu::configure_cpu_kernels(config_.kernels, comm::ranks_on_this_node(world_)),
+            kernels::cpu_ops())),
+      inputs_(open_inputs(config_, world_)),
+      tokens_(size_t(B_) * T_),
+      targets_(size_t(B_) * T_) {
+  if (world_ > 1) interrupt_set_grace(kSignalGraceSeconds, rank_);
+  build_and_restore(resume_path, init_from);
+  check_replica_contract();
+  resolved_ = to_json(config_);
+  if (rank_ == 0) {
+    prepare_run_dir(tc_.out_dir, resolved_);
+    metrics_.emplace((fs::path(tc_.out_dir) / "metrics.jsonl").string(),
+                     resumed_from_.empty() ? -1 : state_.step);
+  }
+  const bool given = config_.metrics.peak_gflops > 0;
+  mfu_.emplace(given ? config_.metrics.peak_gflops : kernels::cpu::gemm_peak_gflops_measured(),
+               world_, given ? "metrics.peak_gflops" : "measured sgemm");
+  flops_per_token_ = model::flops_per_token(*model_, T_);
+  fault_ = fault_plan_from_env();
+  sample_rng_.set_state(state_.sample_rng);
+  log_setup();
+}
+
+// The model's weights: initialised, or from --init-from, or from the checkpoint of --resume
+// (with the optimizer's state); then the optimizer takes the final buffers.
+void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from) {
+  model_ = model::make_model(config_.model, B_, T_, ops_);
+  model_->init_weights(tc_.seed);
+  if (!init_from.empty()) hf::init_weights_from(init_from, *model_);  // shapes checked
+  optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,
+                                      comm_, comm_, tc_.seed, tc_.steps});
+  state_ = initial_trainer_state(tc_.seed);
+  if (!resume_path.empty()) {
+    resumed_from_ = resolve_checkpoint(resume_path);
+    load_model_weights(resumed_from_, *model_);
+    load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
+    inputs_.train.set_position(state_.loader);
+    GOSSAMER_CHECK(state_.step < tc_.steps,
+                   "--resume %s: the checkpoint is at step %lld, train.steps is %lld: nothing "
+                   "left to train",
+                   resumed_from_.c_str(), (long long)state_.step, (long long)tc_.steps);
+  }
+  optimizer_->attach(model_->params(), model_->grads());
+  if (optimizer_->replicas() != optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP)
+    evaluation_weights_ = HostBuffer<float>(model_->layout().total());
+}
+
+void TrainingRun::check_replica_contract() const {
+  const int64_t every = config_.parallel.check_replicas_every;
+  const optim::Replicas replicas = optimizer_->replicas();
+  GOSSAMER_CHECK(every == 0 || replicas != optim::Replicas::REPLICAS_INDEPENDENT,
+                 "parallel.check_replicas_every: optimizer \"%s\" keeps replicas that are %s, so "
+                 "there is nothing to compare; set it to 0",
+                 optimizer_->name(), optim::replicas_name(replicas));
+  if (every > 0 && replicas == optim::Replicas::REPLICAS_IDENTICAL_AT_ROUND_END && rank_ == 0)
+    log_info(
+        "parallel.check_replicas_every: %s's replicas are %s; they are compared at those "
+        "steps only",
+        optimizer_->name(), optim::replicas_name(replicas));
+}
+
+void TrainingRun::log_setup() const {
+  const model::Model& m = *model_;
+  const auto& mc = config_.model;
+  log_info(
+      "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
+      "(padded %d)",
+      mc.family.c_str(), m.layout().total(), m.layout().total() / 1e6, mc.n_layer, mc.d_model,
+      mc.n_head, mc.vocab_size, mc.padded_vocab_resolved());
+  log_info(
+      "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
+      "tokens per step",
+      (unsigned long long)inputs_.train.num_windows(), T_ + 1, B_, T_, (long long)accum_,
+      (long long)tokens_per_step_);
+  const auto& par = config_.parallel;
+  log_info("parallel: %d rank(s), backend %s, zero_stage %d, gradients as %s in %g MB buckets%s",
+           world_, comm_.backend(), par.zero_stage, std::string(enum_name(par.comm_dtype)).c_str(),
+           par.bucket_mb, par.overlap ? ", overlapped with backward" : "");
+  log_info(
+      "optimizer: %s, state %.1f MB per rank, replicas %s; MFU peak %.1f GFLOP/s per rank "
+      "(%s); %.3g FLOP per token",
+      optimizer_->name(), optimizer_->state_bytes() / 1e6,
+      optim::replicas_name(optimizer_->replicas()), mfu_->peak_gflops(), mfu_->source().c_str(),
+      flops_per_token_);
+  if (!resumed_from_.empty())
+    log_info("resumed from %s at step %lld", resumed_from_.c_str(), (long long)state_.step);
+}
+
+// Whether the ranks exchange telemetry after `step` (1-based): always, unless the optimizer's
+// replicas are independent; then at the log, evaluation and checkpoint cadence only.
+bool TrainingRun::agrees_after(int64_t step) const {
+  if (world_ == 1 || optimizer_->replicas() != optim::Replicas::REPLICAS_INDEPENDENT) return true;
+  const auto due = [step](int64_t every) { return every > 0 && step % every == 0; };
+  return step == tc_.steps || due(tc_.log_every) || due(tc_.eval_every) ||
+         due(tc_.checkpoint_every) || due(tc_.sample_every);
+}
+
+StepRecord TrainingRun::train_one_step(int64_t step) {
+  const int64_t t = step + 1;
+  Stopwatch clock;
+  comm_.set_context(strprintf("step %lld", (long long)t));
+  interrupt_note_step(t);
+  const comm::CommStats before = comm_.stats();
+  StepRecord r;
+  r.lr = optim::lr_at(config_.schedule, config_.optimizer.lr, step, tc_.steps);
+  if (fault_.at("exit", rank_, t)) std::_Exit(9);
+  if (fault_.at("delay", rank_, t))
+    std::this_thread::sleep_for(std::chrono::milliseconds(fault_.delay_ms));
+  StepHooks hooks;
+  if (fault_.at("nan", rank_, t)) hooks.grad_scale_factor = std::nanf("");
+  if (fault_.at("hang", rank_, t))
+    hooks.before_step = [] {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    };
+  r.timings = train_step(
+      *model_, *optimizer_, accum_, B_, T_, tokens_.data(), targets_.data(),
+      [&](int32_t* in, int32_t* tg) { inputs_.train.next_batch(rank_, world_, B_, in, tg); },
+      {t, r.lr}, hooks);
+  r.agreed = agrees_after(t);
+  if (r.agreed) {
+    // Every rank learns the mean loss, whether any rank was interrupted, and each rank's
+    // communication this step.
+    r.telemetry = exchange_step_telemetry(comm_, r.timings.local_loss, interrupt_requested(),
+                                          comm_.stats().since(before));
+    r.loss = r.telemetry.mean_loss;
+    if (!std::isfinite(r.loss))  // the mean over ranks: every rank sees the same value
+      throw CollectiveError(
+          strprintf("step %lld: non-finite loss (%g); stopping (the last checkpoint is intact)",
+                    (long long)t, r.loss));
+  } else {
+    r.loss = r.timings.local_loss;
+    GOSSAMER_CHECK(std::isfinite(r.loss),
+                   "step %lld: non-finite loss (%g) on rank %d; stopping (the last checkpoint is "
+                   "intact)",
+                   (long long)t, r.loss, rank_);
+  }
+  const int64_t every = config_.parallel.check_replicas_every;
+  if (every > 0 && t % every == 0 &&
+      optimizer_->replicas() == optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP)
+    check_replicas_identical(comm_, model_->params(), t);
+  r.comm = comm_.stats().since(before);
+  r.seconds = clock.seconds();
+  return r;
+}
+
+void TrainingRun::record(const StepRecord& r) {
+  // The first step of a process warms caches and pages; the ETA ignores it.
+  if (++steps_this_run_ > 1) step_time_sum_ += r.seconds, ++timed_steps_;
+  const double avg = timed_steps_ ? step_time_sum_ / timed_steps_ : r.seconds;
+  const double tok_s = tokens_per_step_ / r.seconds;
+  const double mfu = mfu_->mfu(flops_per_token_ * tok_s);
+  const StepTimings& st = r.timings;
+  const double t_comm = r.comm.seconds_waited();
+  if (metrics_) {
+    json line = {{"step", state_.step},
+                 {"loss", r.loss},
+                 {"lr", r.lr},
+                 {"grad_norm", st.result.grad_norm},
+                 {"tokens_per_s", tok_s},
+                 {"mfu", mfu},
+                 {"bytes_sent", r.comm.bytes_sent()},
+                 {"comm", comm_stats_json(r.comm)},
+                 {"optim", optim_metrics_json(*optimizer_)},
+                 {"tokens", state_.tokens_seen},
+                 {"time_s",
+                  {{"total", r.seconds},
+                   {"fwd", st.fwd_s},
+                   {"bwd", st.bwd_s},
+                   {"optim", st.optim_s},
+                   {"comm_wait", t_comm}}}};
+    if (r.agreed)
+      line["ranks"] = r.telemetry.ranks_json();
+    else
+      line["loss_of"] = "rank 0";  // no agreement this step: rank 0's own loss
+    metrics_->write(line);
+  }
+  if (state_.step % tc_.log_every == 0 || state_.step == tc_.steps)
+    log_info(
+        "step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | "
+        "sent %s | fwd %.0f ms bwd %.0f ms optim %.0f ms (comm wait %.0f ms) | ETA %s",
+        (long long)state_.step, (long long)tc_.steps, r.loss, r.lr, st.result.grad_norm, tok_s,
+        100 * mfu, format_bytes(double(r.comm.bytes_sent())).c_str(), 1e3 * st.fwd_s,
+        1e3 * st.bwd_s, 1e3 * st.optim_s, 1e3 * t_comm,
+        format_duration(avg * double(tc_.steps - state_.step)).c_str());
+}
+
+template <class Fn>
+void TrainingRun::with_evaluation_weights(Fn&& fn) {
+  const bool swap =
+      evaluation_weights_.size() > 0 && optimizer_->evaluation_weights(evaluation_weights_.span());
+  std::span<float> params = model_->params();
+  if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
+  try {
+    fn();
+  } catch (...) {
+    if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
+    throw;
+  }
+  if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
+}
+
+void TrainingRun::evaluate_at(int64_t step) {
+  if (!inputs_.val) return;
+  Stopwatch w;
+  const eval::EvalResult r = eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches,
+                                            tokens_.data(), targets_.data(), &comm_);
+  log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
+           (long long)r.tokens, w.seconds());
+  if (metrics_) metrics_->write({{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}});
+}
+
+void TrainingRun::sample() {
+  if (!inputs_.tokenizer || rank_ != 0) return;
+  const data::Tokenizer& tok = *inputs_.tokenizer;
+  std::vector<int32_t> prompt = {int32_t(tok.document_token())};
+  auto out =
+      eval::generate(*model_, prompt, int(tc_.sample_tokens), eval::SamplingOptions{}, sample_rng_);
+  std::vector<uint32_t> ids(out.begin(), out.end());
+  log_info("sample: %s", tok.decode(ids).c_str());
+}
+
+// model.safetensors holds the evaluation weights; the optimizer's state() is read while the
+// model holds this rank's own replica.
+void TrainingRun::checkpoint() {
+  state_.sample_rng = sample_rng_.state();
+  std::span<const float> weights = model_->params();
+  if (evaluation_weights_.size() > 0 && optimizer_->evaluation_weights(evaluation_weights_.span()))
+    weights = evaluation_weights_.span();
+  const std::string path = save_checkpoint(tc_.out_dir, model_->layout(), weights, *optimizer_,
+                                           state_, resolved_, comm_);
+  if (rank_ == 0) {
+    prune_checkpoints(tc_.out_dir, tc_.keep_checkpoints);
+    log_info("checkpoint %s", path.c_str());
+  }
+}
+
+int TrainingRun::run() {
+  const auto due = [this](int64_t every) { return every > 0 && state_.step % every == 0; };
+  if (resumed_from_.empty() && tc_.eval_every > 0)  // the loss before training
+    with_evaluation_weights([&] { evaluate_at(0); });
+  Stopwatch run_clock;
+  int exit_code = 0;
+  for (int64_t step = state_.step; step < tc_.steps; ++step) {
+    const StepRecord r = train_one_step(step);
+    state_.step = step + 1;
+    state_.tokens_seen += tokens_per_step_;
+    state_.loader = inputs_.train.position();
+    record(r);
+
+    const bool last = state_.step == tc_.steps;
+    const bool eval = tc_.eval_every > 0 && (due(tc_.eval_every) || last);
+    const bool samples = tc_.sample_every > 0 && (due(tc_.sample_every) || last);
+    if (eval || samples)
+      with_evaluation_weights([&] {
+        if (eval) evaluate_at(state_.step);
+        if (samples) sample();
+      });
+    const bool interrupted = r.agreed && r.telemetry.any_interrupted;  // alike on every rank
+    if (last || interrupted || due(tc_.checkpoint_every)) checkpoint();
+    if (interrupted && !last) {
+      if (rank_ == 0)
+        log_warn("interrupted by signal %d after step %lld; resume with --resume %s",
+                 interrupt_signal(), (long long)state_.step, tc_.out_dir.c_str());
+      exit_code = 130;
+      break;
+    }
+  }
+  log_info("done in %s", format_duration(run_clock.seconds()).c_str());
+  comm_.barrier();
+  return exit_code;
+}
 
 }  // namespace
 
 int run_training(RunConfig config, const std::string& resume_path, const std::string& init_from) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
-  std::unique_ptr<comm::Communicator> comm = comm::make_communicator(config.parallel.backend);
+  // The CPU backend: the buffers live in host memory, so never NCCL; small control values and
+  // the buffers share one communicator.
+  std::unique_ptr<comm::Communicator> comm =
+      comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);
   log_set_rank(comm->rank());
   comm->set_timeout(config.parallel.timeout_s);
   try {
-    return train_on(*comm, std::move(config), resume_path, init_from);
+    TrainingRun run(*comm, std::move(config), resume_path, init_from);
+    return run.run();
   } catch (const CollectiveError&) {
     throw;  // every rank stops here together; the communicator shuts down normally
   } catch (const Error& e) {
@@ -89,224 +467,5 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
     throw;
   }
 }
-
-namespace {
-
-int train_on(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
-             const std::string& init_from) {
-  const int world = comm.size(), rank = comm.rank();
-  config.validate(world);
-  if (world > 1) interrupt_set_grace(kSignalGraceSeconds, rank);
-  const auto& d = config.data;
-  const auto& tc = config.train;
-  const int B = d.micro_batch, T = d.seq_len;
-  const int64_t accum = config.grad_accum_steps(world);
-  const int64_t tokens_per_step = int64_t(B) * T * world * accum;
-
-  kernels::cpu::configure_cpu_kernels(config.kernels, comm::ranks_on_this_node(world));
-  const kernels::OpTable& ops = kernels::cpu_ops();
-
-  // Everything that can fail on input is opened before any output is written.
-  data::DataLoader train_loader(data::expand_shard_patterns(d.train), T, tc.seed, d.shuffle,
-                                uint32_t(config.model.vocab_size));
-  GOSSAMER_CHECK(train_loader.num_windows() >= uint64_t(B) * world,
-                 "data.train: holds %llu windows of %d tokens, fewer than one step needs (%d "
-                 "ranks x micro_batch %d)",
-                 (unsigned long long)train_loader.num_windows(), T + 1, world, B);
-  std::optional<data::DataLoader> val_loader;
-  if (!d.val.empty()) {
-    val_loader.emplace(data::expand_shard_patterns(d.val), T, tc.seed, false,
-                       uint32_t(config.model.vocab_size));
-    GOSSAMER_CHECK(val_loader->num_windows() >= uint64_t(B),
-                   "data.val: holds %llu windows of %d tokens, fewer than one micro-batch (%d)",
-                   (unsigned long long)val_loader->num_windows(), T + 1, B);
-  }
-  std::unique_ptr<data::Tokenizer> tokenizer;
-  if (tc.sample_every > 0) tokenizer = data::load_tokenizer(d.tokenizer);
-  GOSSAMER_CHECK(!tokenizer || uint32_t(config.model.vocab_size) <= tokenizer->vocab_size(),
-                 "data.tokenizer: %s has %u tokens, fewer than model.vocab_size %d: samples could "
-                 "hold ids it cannot decode",
-                 d.tokenizer.c_str(), tokenizer ? tokenizer->vocab_size() : 0,
-                 config.model.vocab_size);
-
-  auto model_ptr = model::make_model(config.model, B, T, ops);
-  model::Model& model = *model_ptr;
-  model.init_weights(tc.seed);
-  if (!init_from.empty())
-    hf::init_weights_from(init_from, model);  // shapes checked; fresh optimizer
-  auto optimizer =
-      optim::make_optimizer(config.optimizer, config.parallel, model.layout(), ops, comm);
-
-  TrainerState state = initial_trainer_state(tc.seed);
-  std::string resumed_from;
-  if (!resume_path.empty()) {
-    resumed_from = resolve_checkpoint(resume_path);
-    load_model_weights(resumed_from, model);
-    load_training_state(resumed_from, *optimizer, state);
-    train_loader.set_position(state.loader);
-    GOSSAMER_CHECK(state.step < tc.steps,
-                   "--resume %s: the checkpoint is at step %lld, train.steps is %lld: nothing "
-                   "left to train",
-                   resumed_from.c_str(), (long long)state.step, (long long)tc.steps);
-  }
-
-  json resolved = to_json(config);
-  std::optional<MetricsLog> metrics;  // rank 0 writes the run directory
-  if (rank == 0) {
-    prepare_run_dir(tc.out_dir, resolved);
-    metrics.emplace((fs::path(tc.out_dir) / "metrics.jsonl").string(),
-                    resumed_from.empty() ? -1 : state.step);
-  }
-
-  const double peak = config.metrics.peak_gflops > 0 ? config.metrics.peak_gflops
-                                                     : kernels::cpu::gemm_peak_gflops_measured();
-  const double flops_per_token = model::flops_per_token(model, T);
-  log_info(
-      "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
-      "(padded %d)",
-      config.model.family.c_str(), model.layout().total(), model.layout().total() / 1e6,
-      config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
-      config.model.padded_vocab_resolved());
-  log_info(
-      "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
-      "tokens per step",
-      (unsigned long long)train_loader.num_windows(), T + 1, B, T, (long long)accum,
-      (long long)tokens_per_step);
-  log_info("parallel: %d rank(s), backend %s, zero_stage %d, gradients as %s in %g MB buckets%s",
-           world, comm.backend(), config.parallel.zero_stage, config.parallel.comm_dtype.c_str(),
-           config.parallel.bucket_mb, config.parallel.overlap ? ", overlapped with backward" : "");
-  log_info(
-      "optimizer: %s, state %.1f MB per rank; MFU peak %.1f GFLOP/s per rank (%s); %.3g FLOP per "
-      "token",
-      optimizer->name(), optimizer->state_bytes() / 1e6, peak,
-      config.metrics.peak_gflops > 0 ? "metrics.peak_gflops" : "measured sgemm", flops_per_token);
-  if (!resumed_from.empty())
-    log_info("resumed from %s at step %lld", resumed_from.c_str(), (long long)state.step);
-
-  const FaultPlan fault = fault_plan_from_env();
-  HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
-  Rng sample_rng;
-  sample_rng.set_state(state.sample_rng);
-
-  auto run_eval = [&](int64_t step) {
-    if (!val_loader) return;
-    Stopwatch w;
-    eval::EvalResult r = eval::evaluate(model, *val_loader, B, tc.eval_batches, inputs.data(),
-                                        targets.data(), &comm);
-    log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
-             (long long)r.tokens, w.seconds());
-    if (metrics) metrics->write({{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}});
-  };
-  auto run_sample = [&]() {
-    if (!tokenizer || rank != 0) return;
-    std::vector<int32_t> prompt = {int32_t(tokenizer->document_token())};
-    auto out =
-        eval::generate(model, prompt, int(tc.sample_tokens), eval::SamplingOptions{}, sample_rng);
-    std::vector<uint32_t> ids(out.begin(), out.end());
-    log_info("sample: %s", tokenizer->decode(ids).c_str());
-  };
-
-  if (resumed_from.empty() && tc.eval_every > 0) run_eval(0);  // the loss before training
-  Stopwatch run_clock;
-  double step_time_sum = 0;
-  int64_t timed_steps = 0, steps_this_run = 0;
-  int exit_code = 0;
-  for (int64_t step = state.step; step < tc.steps; ++step) {
-    Stopwatch step_clock;
-    comm.set_context(strprintf("step %lld", (long long)step + 1));
-    interrupt_note_step(step + 1);
-    const comm::CommStats comm_before = comm.stats();
-    const double lr = optim::lr_at(config.schedule, config.optimizer.lr, step, tc.steps);
-    if (fault.at("exit", rank, step + 1)) std::_Exit(9);
-    StepHooks hooks;
-    if (fault.at("nan", rank, step + 1)) hooks.grad_scale_factor = std::nanf("");
-    if (fault.at("hang", rank, step + 1))
-      hooks.before_step = [] {
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      };
-    const StepTimings st = train_step(
-        model, *optimizer, accum, B, T, inputs.data(), targets.data(),
-        [&](int32_t* in, int32_t* tg) { train_loader.next_batch(rank, world, B, in, tg); },
-        {step + 1, lr}, hooks);
-    const double local_loss = st.local_loss, norm = st.result.grad_norm;
-    const double t_fwd = st.fwd_s, t_bwd = st.bwd_s, t_opt = st.optim_s;
-    // Every rank learns the mean loss, whether any rank was interrupted, and each rank's
-    // communication this step.
-    const StepTelemetry tel = exchange_step_telemetry(comm, local_loss, interrupt_requested(),
-                                                      comm.stats().since(comm_before));
-    const double loss = tel.mean_loss;
-    if (!std::isfinite(loss))  // the mean over ranks: every rank sees the same value
-      throw CollectiveError(
-          strprintf("step %lld: non-finite loss (%g); stopping (the last checkpoint is intact)",
-                    (long long)step + 1, loss));
-    const int64_t check_every = config.parallel.check_replicas_every;
-    if (check_every > 0 && (step + 1) % check_every == 0)
-      check_replicas_identical(comm, model.params(), step + 1);
-    const comm::CommStats comm_step = comm.stats().since(comm_before);
-    const double dt = step_clock.seconds();
-
-    state.step = step + 1;
-    state.tokens_seen += tokens_per_step;
-    state.loader = train_loader.position();
-    // The first step of a process warms caches and pages; the ETA ignores it.
-    if (++steps_this_run > 1) step_time_sum += dt, ++timed_steps;
-    const double avg = timed_steps ? step_time_sum / timed_steps : dt;
-    const double tok_s = tokens_per_step / dt;
-    const double mfu = flops_per_token * tok_s / (peak * world * 1e9);  // peak is per rank
-    const double t_comm = comm_step.seconds_waited();
-    if (metrics)
-      metrics->write({{"step", state.step},
-                      {"loss", loss},
-                      {"lr", lr},
-                      {"grad_norm", norm},
-                      {"tokens_per_s", tok_s},
-                      {"mfu", mfu},
-                      {"bytes_sent", comm_step.bytes_sent()},
-                      {"comm", comm_stats_json(comm_step)},
-                      {"ranks", tel.ranks_json()},
-                      {"optim", optim_metrics_json(*optimizer)},
-                      {"tokens", state.tokens_seen},
-                      {"time_s",
-                       {{"total", dt},
-                        {"fwd", t_fwd},
-                        {"bwd", t_bwd},
-                        {"optim", t_opt},
-                        {"comm_wait", t_comm}}}});
-    if (state.step % tc.log_every == 0 || state.step == tc.steps)
-      log_info(
-          "step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | "
-          "sent %s | fwd %.0f ms bwd %.0f ms optim %.0f ms (comm wait %.0f ms) | ETA %s",
-          (long long)state.step, (long long)tc.steps, loss, lr, norm, tok_s, 100 * mfu,
-          format_bytes(double(comm_step.bytes_sent())).c_str(), 1e3 * t_fwd, 1e3 * t_bwd,
-          1e3 * t_opt, 1e3 * t_comm, format_duration(avg * double(tc.steps - state.step)).c_str());
-
-    const bool last = state.step == tc.steps;
-    if ((tc.eval_every > 0 && state.step % tc.eval_every == 0) || (last && tc.eval_every > 0))
-      run_eval(state.step);
-    if (tc.sample_every > 0 && (state.step % tc.sample_every == 0 || last)) run_sample();
-    const bool interrupted = tel.any_interrupted;  // the same decision on every rank
-    if (last || interrupted || (tc.checkpoint_every > 0 && state.step % tc.checkpoint_every == 0)) {
-      state.sample_rng = sample_rng.state();
-      const std::string path =
-          save_checkpoint(tc.out_dir, model, *optimizer, state, resolved, comm);
-      if (rank == 0) {
-        prune_checkpoints(tc.out_dir, tc.keep_checkpoints);
-        log_info("checkpoint %s", path.c_str());
-      }
-    }
-    if (interrupted && !last) {
-      if (rank == 0)
-        log_warn("interrupted by signal %d after step %lld; resume with --resume %s",
-                 interrupt_signal(), (long long)state.step, tc.out_dir.c_str());
-      exit_code = 130;
-      break;
-    }
-  }
-  log_info("done in %s", format_duration(run_clock.seconds()).c_str());
-  comm.barrier();
-  return exit_code;
-}
-
-}  // namespace
 
 }  // namespace gossamer::train

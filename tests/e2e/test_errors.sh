@@ -21,6 +21,15 @@ expect_error "seq_len beyond positions" "data.seq_len: must lie in" run train -c
 expect_error "global batch not a multiple" "train.global_batch_tokens: must be a non-negative multiple" run train -c $TINY --set train.global_batch_tokens=1000
 expect_error "unknown optimizer" 'optimizer.name: unknown optimizer "sgdx"' run train -c $TINY --set optimizer.name=sgdx
 expect_error "bad --set" "--set oops: expected KEY=VALUE" run train -c $TINY --set oops
+expect_error "old flat optimizer key" "optimizer.sparsity: this key moved to optimizer.scape.sparsity" \
+  run train -c $TINY --set optimizer.name=scape --set optimizer.sparsity=0.9
+expect_error "section of another method" 'optimizer.scape: section not used: optimizer.name is "adamw"' \
+  run train -c $TINY --set optimizer.scape.sparsity=0.9
+expect_error "unknown enum value" 'optimizer.scape.reading: expected a string, one of "A" or "B", found string "C"' \
+  run train -c $TINY --set optimizer.name=scape --set optimizer.scape.reading=C
+expect_error "nccl for host buffers" 'parallel.backend = "nccl": NCCL moves device memory' \
+  run train -c $TINY --set parallel.backend=nccl
+expect_error "malformed fault" 'GOSSAMER_FAULT="delay:0:1": expected' env GOSSAMER_FAULT=delay:0:1 "$GOSSAMER" train -c $TINY --out "$WORK/f"
 
 # -- shards
 python3 - "$WORK" <<'PY'

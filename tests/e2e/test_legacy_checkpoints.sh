@@ -25,8 +25,8 @@ resume() {  # NAME NP SETS...
 
 resume adamw 1
 resume adams-zero1 2 optimizer.name=adams parallel.zero_stage=1
-resume scape-a 2 optimizer.name=scape optimizer.sparsity=0.9 optimizer.dense_warmup_steps=1 parallel.zero_stage=1
-resume scape-b 2 optimizer.name=scape optimizer.sparsity=0.9 optimizer.dense_warmup_steps=1 optimizer.scape_reading=B parallel.zero_stage=1
+resume scape-a 2 optimizer.name=scape optimizer.scape.sparsity=0.9 optimizer.scape.dense_warmup_steps=1 parallel.zero_stage=1
+resume scape-b 2 optimizer.name=scape optimizer.scape.sparsity=0.9 optimizer.scape.dense_warmup_steps=1 optimizer.scape.reading=B parallel.zero_stage=1
 
 # The config stored in an old checkpoint (flat optimizer keys) is still read by the tools.
 "$G" export-hf "$A/scape-a/step_00000002" "$WORK/hf" --no-tokenizer >"$WORK/export.log" 2>&1 \

@@ -10,12 +10,12 @@ G="$GOSSAMER"
 TINY=configs/test/gpt2-tiny.json
 common=(--set train.steps=12 --set train.eval_every=0 --set train.log_every=100
         --set train.checkpoint_every=6 --set train.keep_checkpoints=0
-        --set optimizer.name=scape --set optimizer.dense_warmup_steps=3
         --set parallel.check_replicas_every=1)
+scape=(--set optimizer.name=scape --set optimizer.scape.dense_warmup_steps=3)
 
 run() {  # NAME NP ARGS...
   local name="$1" np="$2"; shift 2
-  local cmd=("$G" train -c $TINY "${common[@]}" --out "$WORK/$name" "$@")
+  local cmd=("$G" train -c $TINY "${common[@]}" "${scape[@]}" --out "$WORK/$name" "$@")
   if [[ $np == 1 ]]; then "${cmd[@]}" >"$WORK/$name.log" 2>&1; else mpirun_np "$np" "${cmd[@]}" >"$WORK/$name.log" 2>&1; fi \
     && pass "$name: trained, replicas identical at every step" || { tail -n 20 "$WORK/$name.log"; fail "$name: failed"; }
 }
@@ -43,7 +43,7 @@ bytes_check() {  # NAME NP SPARSITY SHARDED
     && pass "$1: bytes = analytic $(cat "$WORK/cmp")" || fail "$1: bytes $(cat "$WORK/cmp")"
 }
 
-run s90-np2-z1 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1
+run s90-np2-z1 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1
 P="$(grep -o '[0-9]* parameters' "$WORK/s90-np2-z1.log" | head -n 1 | cut -d' ' -f1)"
 bytes_check s90-np2-z1 2 0.9 1
 node -e '
@@ -51,21 +51,21 @@ node -e '
   const ok = lines.every((j) => j.optim.mask_exchange_s >= 0 && j.optim.mask_wait_s >= 0 && j.optim.mask_wait_s <= j.time_s.total);
   process.exit(ok && lines.length === 8 ? 0 : 1);' "$WORK/s90-np2-z1/metrics.jsonl" \
   && pass "s90-np2-z1: mask exchange duration and exposed wait logged on every sparse step" || fail "mask timing telemetry missing"
-run s99-np4-z1 4 --set data.micro_batch=1 --set optimizer.sparsity=0.99 --set parallel.zero_stage=1
+run s99-np4-z1 4 --set data.micro_batch=1 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1
 bytes_check s99-np4-z1 4 0.99 1
-run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.sparsity=0.99 --set parallel.zero_stage=0
+run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0
 bytes_check s99-np2-z0 2 0.99 0
-run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.mask_score=gradient
+run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.scape.mask_score=gradient
 
 # Sparsity 0 is dense AdamS under ZeRO-1.
-run s0-np2-z1 2 --set data.micro_batch=2 --set optimizer.sparsity=0 --set parallel.zero_stage=1
+run s0-np2-z1 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0 --set parallel.zero_stage=1
 mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set optimizer.name=adams --set data.micro_batch=2 \
   --set parallel.zero_stage=1 --out "$WORK/adams" >"$WORK/adams.log" 2>&1 || { tail "$WORK/adams.log"; fail "adams run failed"; }
 d="$(st_maxdiff "$WORK/adams/checkpoints/step_00000012/model.safetensors" "$WORK/s0-np2-z1/checkpoints/step_00000012/model.safetensors")"
 node -e "process.exit($d <= 1e-5 ? 0 : 1)" && pass "sparsity 0 = dense AdamS (ZeRO-1, 2 ranks): parameters within 1e-5 ($d)" || fail "sparsity 0 differs from AdamS by $d"
 
 # Resume mid-run: same world size bit for bit; other world sizes load masks, momentum, residuals.
-run s90-np2-r6 2 --set data.micro_batch=2 --set optimizer.sparsity=0.9 --set parallel.zero_stage=1 \
+run s90-np2-r6 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 \
   --resume "$WORK/s90-np2-z1/checkpoints/step_00000006"
 cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/model.safetensors" "$WORK/s90-np2-r6/checkpoints/step_00000012/model.safetensors" \
   && cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/optimizer.safetensors" "$WORK/s90-np2-r6/checkpoints/step_00000012/optimizer.safetensors" \
@@ -73,7 +73,7 @@ cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/model.safetensors" "$WORK/s90
 step7() { node -e 'const j = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((x) => x.step === Number(process.argv[2]) && "loss" in x)[0]; console.log(j.loss)' "$1" "$2"; }
 for target in "1 4" "4 1"; do
   read -r np mb <<<"$target"
-  run "s90-2to$np" "$np" --set data.micro_batch=$mb --set optimizer.sparsity=0.9 --set parallel.zero_stage=1 \
+  run "s90-2to$np" "$np" --set data.micro_batch=$mb --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 \
     --resume "$WORK/s90-np2-z1/checkpoints/step_00000006"
   a="$(step7 "$WORK/s90-np2-z1/metrics.jsonl" 7)"; b="$(step7 "$WORK/s90-2to$np/metrics.jsonl" 7)"
   node -e "process.exit(Math.abs($a - $b) <= 1e-5 * Math.abs($a) ? 0 : 1)" && pass "2 -> $np: step 7 loss $b (uninterrupted $a)" || fail "2 -> $np: step 7 loss $b vs $a"
@@ -83,7 +83,7 @@ done
 
 # Reading B: every rank's local momentum at the mask, with catch-up; the same collectives and
 # bytes as reading A, replicas identical, resume bit-identical and at another world size.
-B=(--set optimizer.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape_reading=B --set optimizer.catch_up_max=4)
+B=(--set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape.reading=B --set optimizer.scape.catch_up_max=4)
 run b99-np2 2 --set data.micro_batch=2 "${B[@]}"
 bytes_check b99-np2 2 0.99 1
 run b99-np2-r6 2 --set data.micro_batch=2 "${B[@]}" --resume "$WORK/b99-np2/checkpoints/step_00000006"
@@ -93,10 +93,10 @@ cmp -s "$WORK/b99-np2/checkpoints/step_00000012/model.safetensors" "$WORK/b99-np
 run b99-2to1 1 --set data.micro_batch=4 "${B[@]}" --resume "$WORK/b99-np2/checkpoints/step_00000006"
 a="$(step7 "$WORK/b99-np2/metrics.jsonl" 7)"; b="$(step7 "$WORK/b99-2to1/metrics.jsonl" 7)"
 node -e "process.exit(Math.abs($a - $b) <= 1e-5 * Math.abs($a) ? 0 : 1)" && pass "reading B 2 -> 1: step 7 loss $b (uninterrupted $a)" || fail "reading B 2 -> 1: step 7 loss $b vs $a"
-if mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set data.micro_batch=2 "${B[@]}" --set parallel.zero_stage=0 \
+if mpirun_np 2 "$G" train -c $TINY "${common[@]}" "${scape[@]}" --set data.micro_batch=2 "${B[@]}" --set parallel.zero_stage=0 \
      --out "$WORK/b-z0" >"$WORK/b-z0.log" 2>&1; then
   fail "reading B with replicated momentum at 2 ranks was accepted"
 fi
-grep -q 'scape_reading: "B" needs parallel.zero_stage 1' "$WORK/b-z0.log" \
+grep -q 'optimizer.scape.reading: "B" needs parallel.zero_stage 1' "$WORK/b-z0.log" \
   && pass "reading B refuses zero_stage 0 at 2 ranks, naming the key" || { tail -n 5 "$WORK/b-z0.log"; fail "no clear error for reading B at zero_stage 0"; }
 finish

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   try {
-    auto comm = comm::make_communicator("mpi");
+    auto comm = comm::make_communicator("mpi", comm::BufferLocation::BUFFER_LOCATION_HOST);
     log_set_rank(comm->rank());
     comm->set_timeout(std::atof(argv[2]));
     comm->set_context("step 7");

@@ -726,7 +726,7 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   using namespace gossamer::comm;
   ::testing::InitGoogleTest(&argc, argv);
-  auto mpi = make_communicator("mpi");
+  auto mpi = make_communicator("mpi", BufferLocation::BUFFER_LOCATION_HOST);
   mpi->set_timeout(60);  // a desynchronised test aborts the job instead of hanging it
   gossamer::log_set_rank(mpi->rank());
   g_mpi = mpi.get();
@@ -736,7 +736,7 @@ int main(int argc, char** argv) {
   int32_t enough = cuda_device_count() > mpi->local_rank();
   mpi->all_reduce(&enough, 1, DType::I32, ReduceOp::MIN).wait();
   if (enough) {
-    nccl = make_communicator("nccl");
+    nccl = make_communicator("nccl", BufferLocation::BUFFER_LOCATION_DEVICE);
     nccl->set_timeout(60);
     g_nccl = nccl.get();
   } else {

@@ -330,25 +330,65 @@ TEST(LaunchEnv, MalformedValuesNameTheVariable) {
 
 TEST(MakeCommunicator, SingleAndErrors) {
   LaunchEnvScope scope;
-  auto comm = make_communicator("single");
+  const auto host = BufferLocation::BUFFER_LOCATION_HOST;
+  const auto device = BufferLocation::BUFFER_LOCATION_DEVICE;
+  auto comm = make_communicator("single", host);
   EXPECT_STREQ(comm->backend(), "single");
   EXPECT_EQ(comm->size(), 1);
-  expect_error([] { make_communicator("gloo"); },
+  expect_error([&] { make_communicator("gloo", host); },
                {"parallel.backend", "\"gloo\"", "auto", "single", "mpi", "nccl"});
+  expect_error([&] { make_communicator("nccl", host); },
+               {"parallel.backend", "nccl", "host memory"});
 #ifndef GOSSAMER_HAVE_NCCL
-  expect_error([] { make_communicator("nccl"); }, {"parallel.backend", "nccl", "GOSSAMER_CUDA"});
-  auto automatic = make_communicator("auto");
+  expect_error([&] { make_communicator("nccl", device); },
+               {"parallel.backend", "nccl", "GOSSAMER_CUDA"});
+  auto automatic = make_communicator("auto", host);
   EXPECT_STREQ(automatic->backend(), "single");
 #else
   if (cuda_device_count() == 0) {
-    expect_error([] { make_communicator("nccl"); }, {"parallel.backend", "no GPU"});
-    EXPECT_STREQ(make_communicator("auto")->backend(), "single");
+    expect_error([&] { make_communicator("nccl", device); }, {"parallel.backend", "no GPU"});
+    EXPECT_STREQ(make_communicator("auto", host)->backend(), "single");
   }
 #endif
   LaunchEnvScope::set("OMPI_COMM_WORLD_RANK", "1");
   LaunchEnvScope::set("OMPI_COMM_WORLD_SIZE", "4");
-  expect_error([] { make_communicator("single"); },
+  expect_error([&] { make_communicator("single", host); },
                {"parallel.backend", "single", "rank 1 of 4", "OMPI_COMM_WORLD_*"});
+}
+
+// The choice is made by where the buffers live: host buffers never go to NCCL, whatever GPUs
+// are visible (CPU training on a GPU machine), device buffers need it.
+TEST(MakeCommunicator, ChoiceFollowsTheBuffers) {
+  const auto host = BufferLocation::BUFFER_LOCATION_HOST;
+  const auto device = BufferLocation::BUFFER_LOCATION_DEVICE;
+  LaunchEnv alone;  // no launcher: size 1
+  alone.source = "none";
+  LaunchEnv launched;
+  launched.rank = 1, launched.size = 4, launched.source = "Open MPI";
+  for (const bool built : {false, true}) {
+    for (const int gpus : {0, 2}) {
+      SCOPED_TRACE(strprintf("built with nccl %d, %d GPU(s)", int(built), gpus));
+      EXPECT_EQ(choose_backend(Backend::BACKEND_AUTO, host, alone, gpus, built).backend,
+                Backend::BACKEND_SINGLE);
+      EXPECT_EQ(choose_backend(Backend::BACKEND_AUTO, host, launched, gpus, built).backend,
+                Backend::BACKEND_MPI);
+      expect_error([&] { choose_backend(Backend::BACKEND_NCCL, host, launched, gpus, built); },
+                   {"parallel.backend = \"nccl\"", "host memory"});
+      if (built && gpus > 0) {
+        EXPECT_EQ(choose_backend(Backend::BACKEND_AUTO, device, launched, gpus, built).backend,
+                  Backend::BACKEND_NCCL);
+        EXPECT_EQ(choose_backend(Backend::BACKEND_NCCL, device, launched, gpus, built).backend,
+                  Backend::BACKEND_NCCL);
+      } else {
+        expect_error([&] { choose_backend(Backend::BACKEND_AUTO, device, launched, gpus, built); },
+                     {"parallel.backend = \"auto\"", "device buffers need NCCL"});
+      }
+    }
+  }
+  EXPECT_EQ(choose_backend(Backend::BACKEND_MPI, host, alone, 0, false).backend,
+            Backend::BACKEND_MPI);
+  const BackendChoice gpu_host = choose_backend(Backend::BACKEND_AUTO, host, launched, 2, true);
+  EXPECT_NE(gpu_host.why.find("never nccl"), std::string::npos) << gpu_host.why;
 }
 
 TEST(SingleBackend, Collectives) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -40,6 +41,8 @@ std::string write_temp(const std::string& text) {
 TEST(RunConfig, EmptyObjectGivesDocumentedDefaults) {
   train::RunConfig c = train::parse_run_config(json::object(), "x.json");
   EXPECT_EQ(c.model.family, "gpt2");
+  EXPECT_EQ(c.schedule.decay, optim::Decay::DECAY_COSINE);
+  EXPECT_EQ(c.parallel.backend, comm::Backend::BACKEND_AUTO);
   EXPECT_EQ(c.optimizer.name, "adamw");
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 6e-4);
   EXPECT_EQ(c.model.padded_vocab_resolved(), 50304);
@@ -113,9 +116,9 @@ TEST(RunConfig, InvariantsNameTheKeys) {
             std::string::npos);
   EXPECT_NE(invalid([](auto& c) { c.optimizer.name = "sgd"; }).find("unknown optimizer"),
             std::string::npos);
-  EXPECT_NE(invalid([](auto& c) { c.schedule.decay = "step"; }).find("schedule.decay"),
-            std::string::npos);
-  EXPECT_NE(invalid([](auto& c) { c.kernels.gemm = "mkl"; }).find("kernels.gemm"),
+  EXPECT_NE(invalid([](auto& c) {
+              c.optimizer.scape.sparsity = 1;
+            }).find("optimizer.scape.sparsity: must lie in [0, 1)"),
             std::string::npos);
   EXPECT_NE(invalid([](auto& c) { c.model.padded_vocab = 100; }).find("model.padded_vocab"),
             std::string::npos);
@@ -157,15 +160,112 @@ TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
   train::RunConfig c;
   c.model.n_layer = 7;
   c.train.out_dir = "somewhere";
+  c.optimizer.name = "scape";
+  c.optimizer.scape.reading = optim::ScapeReading::SCAPE_READING_B;
   json j = train::to_json(c);
+  EXPECT_EQ(j["optimizer"]["scape"]["reading"], "B");  // enums are written by name
+  EXPECT_EQ(j["optimizer"]["adams"]["form"], "code");
+  EXPECT_EQ(j["schedule"]["decay"], "cosine");
   train::RunConfig back = train::parse_run_config(j, "resolved");
   EXPECT_EQ(train::to_json(back), j);
   EXPECT_EQ(back.model.n_layer, 7);
+  EXPECT_EQ(back.optimizer.scape.reading, optim::ScapeReading::SCAPE_READING_B);
   const std::string doc = train::config_reference_markdown();
-  for (const auto& [section, fields] : j.items())
-    for (const auto& [key, value] : fields.items())
-      EXPECT_NE(doc.find("`" + section + "." + key + "`"), std::string::npos)
-          << section << "." << key;
+  std::function<void(const json&, const std::string&)> every_key = [&](const json& o,
+                                                                       const std::string& path) {
+    for (const auto& [key, value] : o.items()) {
+      if (value.is_object()) {
+        every_key(value, path + key + ".");
+        continue;
+      }
+      EXPECT_NE(doc.find("`" + path + key + "`"), std::string::npos) << path << key;
+    }
+  };
+  every_key(j, "");
+  // A method's section appears in the resolved config only for the method that reads it.
+  train::RunConfig dense;
+  const json jd = train::to_json(dense);
+  EXPECT_FALSE(jd["optimizer"].contains("scape"));
+  EXPECT_FALSE(jd["optimizer"].contains("adams"));
+}
+
+TEST(RunConfig, EnumsAreParsedByNameAndRejectedByName) {
+  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
+  EXPECT_EQ(train::parse_run_config({{"schedule", {{"decay", "linear"}}}}, "r").schedule.decay,
+            optim::Decay::DECAY_LINEAR);
+  EXPECT_NE(err({{"schedule", {{"decay", "step"}}}})
+                .find("r.json: schedule.decay: expected a string, one of \"cosine\", \"linear\" "
+                      "or \"constant\", found string \"step\""),
+            std::string::npos);
+  EXPECT_NE(err({{"kernels", {{"gemm", "mkl"}}}}).find("kernels.gemm: expected a string, one of"),
+            std::string::npos);
+  EXPECT_NE(err({{"parallel", {{"backend", "gloo"}}}}).find("parallel.backend: expected"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"name", "scape"}, {"scape", {{"reading", "C"}}}}}})
+                .find("optimizer.scape.reading: expected a string, one of \"A\" or \"B\""),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"name", "adams"}, {"adams", {{"form", "both"}}}}}})
+                .find("optimizer.adams.form: expected a string, one of \"code\" or \"paper\""),
+            std::string::npos);
+}
+
+TEST(RunConfig, MethodSectionsBelongToTheirMethod) {
+  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
+  const train::RunConfig c = train::parse_run_config(
+      {{"optimizer",
+        {{"name", "scape"}, {"scape", {{"sparsity", 0.9}, {"mask_encoding", "bitmap"}}}}}},
+      "r.json");
+  EXPECT_DOUBLE_EQ(c.optimizer.scape.sparsity, 0.9);
+  EXPECT_EQ(c.optimizer.scape.mask_encoding, optim::MaskWire::MASK_WIRE_BITMAP);
+  EXPECT_NE(err({{"optimizer", {{"name", "adamw"}, {"scape", {{"sparsity", 0.9}}}}}})
+                .find("r.json: optimizer.scape: section not used: optimizer.name is \"adamw\", "
+                      "which reads no method section"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"scape", {{"sparsity", 0.9}}}}}}).find("section not used"),
+            std::string::npos);  // the default method, adamw
+  EXPECT_NE(err({{"optimizer", {{"name", "scape"}, {"scape", {{"sparsty", 0.9}}}}}})
+                .find("r.json: optimizer.scape.sparsty: unknown key (keys of optimizer.scape: "
+                      "sparsity,"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"name", "scape"}, {"scape", 0.9}}}})
+                .find("optimizer.scape: expected an object"),
+            std::string::npos);
+}
+
+TEST(RunConfig, OldFlatOptimizerKeysNameTheirNewPlace) {
+  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
+  EXPECT_NE(err({{"optimizer", {{"name", "scape"}, {"sparsity", 0.9}}}})
+                .find("r.json: optimizer.sparsity: this key moved to optimizer.scape.sparsity"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"scape_reading", "B"}}}})
+                .find("optimizer.scape_reading: this key moved to optimizer.scape.reading"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"adams_form", "paper"}}}})
+                .find("optimizer.adams_form: this key moved to optimizer.adams.form"),
+            std::string::npos);
+  // Configs stored by older versions (checkpoints, run directories) are migrated instead:
+  // the keys of the method's sections move, the others (resolved configs listed them all) go.
+  for (const char* name : {"scape", "adamw"}) {
+    json old = {{"optimizer",
+                 {{"name", name},
+                  {"sparsity", 0.9},
+                  {"scape_reading", "B"},
+                  {"adams_form", "paper"},
+                  {"catch_up_max", 2},
+                  {"lr", 0.01}}}};
+    train::migrate_legacy_config(old);
+    const train::RunConfig c = train::parse_run_config(old, "old");
+    EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.01);
+    if (std::string(name) == "scape") {
+      EXPECT_DOUBLE_EQ(c.optimizer.scape.sparsity, 0.9);
+      EXPECT_EQ(c.optimizer.scape.reading, optim::ScapeReading::SCAPE_READING_B);
+      EXPECT_EQ(c.optimizer.scape.catch_up_max, 2);
+      EXPECT_EQ(c.optimizer.adams.form, optim::AdamsForm::ADAMS_FORM_PAPER);
+    } else {
+      EXPECT_FALSE(old["optimizer"].contains("scape"));
+      EXPECT_FALSE(old["optimizer"].contains("sparsity"));
+    }
+  }
 }
 
 TEST(LrSchedule, WarmupThenCosineToTheFloor) {
@@ -177,8 +277,8 @@ TEST(LrSchedule, WarmupThenCosineToTheFloor) {
   EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 10, 110), 1.0);
   EXPECT_NEAR(optim::lr_at(s, 1.0, 60, 111), 0.55, 1e-12);  // half way: (1 + 0.1) / 2
   EXPECT_NEAR(optim::lr_at(s, 1.0, 110, 111), 0.1, 1e-12);
-  s.decay = "linear";
+  s.decay = optim::Decay::DECAY_LINEAR;
   EXPECT_NEAR(optim::lr_at(s, 2.0, 60, 111), 1.1, 1e-12);
-  s.decay = "constant";
+  s.decay = optim::Decay::DECAY_CONSTANT;
   EXPECT_DOUBLE_EQ(optim::lr_at(s, 2.0, 100, 111), 2.0);
 }

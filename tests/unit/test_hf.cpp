@@ -33,6 +33,7 @@
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
+#include "optim/registry.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
 

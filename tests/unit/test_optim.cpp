@@ -12,9 +12,12 @@
 #include "kernels/ops.h"
 #include "model/param_layout.h"
 #include "optim/optimizer.h"
+#include "optim/registry.h"
 #include "optim/shard_layout.h"
+#include "test_util.h"
 
 using namespace gossamer;
+using gossamer::testing::expect_error;
 
 namespace {
 
@@ -74,7 +77,8 @@ TEST(AdamW, WeightDecayOnlyOnLinearLayerMatrices) {
   auto opt = optim::make_optimizer(cfg, layout, kernels::cpu_ops());
   EXPECT_STREQ(opt->name(), "adamw");
   std::vector<float> params(layout.total(), 2.0f), grads(layout.total(), 0.0f);
-  opt->step(params, grads, {1, cfg.lr});  // zero gradient: only decay can move a parameter
+  opt->attach(params, grads);
+  opt->step({1, cfg.lr});  // zero gradient: only decay can move a parameter
   for (const auto& view : layout.views()) {
     const bool decays = view.kind == model::ParamKind::PARAM_KIND_WEIGHT;
     for (size_t i = 0; i < view.numel; ++i)
@@ -86,6 +90,8 @@ TEST(AdamW, WeightDecayOnlyOnLinearLayerMatrices) {
   EXPECT_EQ(state[0].name, "adamw.m");
   EXPECT_EQ(state[1].name, "adamw.v");
   EXPECT_EQ(state[0].numel, layout.total());
+  EXPECT_EQ(state[0].dtype, optim::StateDType::STATE_DTYPE_F32);
+  EXPECT_EQ(state[0].scope, optim::StateScope::STATE_SCOPE_SHARDED);
   EXPECT_EQ(opt->state_bytes(), 2 * layout.total() * sizeof(float));
 }
 
@@ -97,7 +103,8 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "optimizer.name: unknown optimizer \"lion\" (known: adams, adamw, scape)"),
+                  "optimizer.name: unknown optimizer \"lion\" (known: adamw, adams, scape, "
+                  "local_adamw)"),
               std::string::npos);
   }
   cfg.name = "adamw";
@@ -188,7 +195,8 @@ TEST(AdamS, HalfOfAdamWsStateAndWeightDecayOnMatricesOnly) {
   auto opt = optim::make_optimizer(cfg, layout, kernels::cpu_ops());
   EXPECT_STREQ(opt->name(), "adams");
   std::vector<float> params(layout.total(), 2.0f), grads(layout.total(), 0.0f);
-  opt->step(params, grads, {1, cfg.lr});
+  opt->attach(params, grads);
+  opt->step({1, cfg.lr});
   for (const auto& view : layout.views())
     for (size_t i = 0; i < view.numel; ++i)
       EXPECT_FLOAT_EQ(params[view.offset + i],
@@ -201,8 +209,6 @@ TEST(AdamS, HalfOfAdamWsStateAndWeightDecayOnMatricesOnly) {
   adamw.name = "adamw";
   EXPECT_EQ(optim::make_optimizer(adamw, layout, kernels::cpu_ops())->state_bytes(),
             2 * opt->state_bytes());
-  cfg.adams_form = "both";
-  EXPECT_THROW(optim::make_optimizer(cfg, layout, kernels::cpu_ops()), Error);
 }
 
 // The ZeRO split: contiguous, covering, balanced to one element, and the bucket overlaps sum to
@@ -234,4 +240,87 @@ TEST(ShardLayout, ContiguousBalancedAndCovering) {
     }
   }
   EXPECT_THROW(gossamer::optim::ShardLayout(10, 0), gossamer::Error);
+}
+
+// ---- the optimizer seam ------------------------------------------------------------------
+
+TEST(OptimizerRegistry, EveryMethodBuildsAttachesAndSteps) {
+  const model::ParamLayout layout = small_layout();
+  std::vector<std::string> seen;
+  for (const optim::OptimizerEntry& e : optim::optimizer_registry()) {
+    SCOPED_TRACE(std::string(e.name));
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), std::string(e.name)), 0) << "duplicate name";
+    seen.emplace_back(e.name);
+    EXPECT_FALSE(e.summary.empty());
+    optim::OptimizerConfig cfg;
+    cfg.name = std::string(e.name);
+    auto opt = optim::make_optimizer(cfg, layout, kernels::cpu_ops(), 10);
+    EXPECT_EQ(std::string(opt->name()), e.name);
+    EXPECT_FALSE(opt->attached());
+    std::vector<float> params(layout.total(), 1.0f), grads(layout.total(), 0.5f);
+    expect_error([&] { opt->step({1, 1e-3}); }, {"before attach"});
+    opt->attach(params, grads);
+    expect_error([&] { opt->attach(params, grads); }, {"attach() called twice"});
+    const double norm = opt->step({1, 1e-3}).grad_norm;
+    EXPECT_NEAR(norm, 0.5 * std::sqrt(double(layout.total())), 1e-5);
+    EXPECT_NE(params[0], 1.0f) << "the step moved nothing";
+    for (const optim::StateTensor& t : opt->state()) {
+      EXPECT_NE(t.data, nullptr) << t.name;
+      EXPECT_GT(t.numel, 0u) << t.name;
+    }
+  }
+  EXPECT_EQ(optim::optimizer_names(), seen);
+}
+
+TEST(OptimizerRegistry, SectionsBelongToTheirMethods) {
+  optim::OptimizerConfig cfg;  // adamw reads no section
+  EXPECT_EQ(cfg.section_unused_reason("scape"),
+            "optimizer.name is \"adamw\", which reads no method section");
+  cfg.name = "adams";
+  EXPECT_EQ(cfg.section_unused_reason("adams"), "");
+  EXPECT_EQ(cfg.section_unused_reason("scape"),
+            "optimizer.name is \"adams\", which reads only adams");
+  cfg.name = "scape";
+  EXPECT_EQ(cfg.section_unused_reason("adams"), "");
+  EXPECT_EQ(cfg.section_unused_reason("scape"), "");
+}
+
+// local_adamw at one rank is AdamW: the same update, the same local clipping, bit for bit; its
+// state is per rank (the moments and the replica itself).
+TEST(LocalAdamW, OneRankIsAdamWBitForBitWithPerRankState) {
+  const model::ParamLayout layout = small_layout();
+  optim::OptimizerConfig cfg;
+  cfg.lr = 1e-2;
+  cfg.grad_clip = 0.5;  // clips: the norm below is larger
+  auto adamw = optim::make_optimizer(cfg, layout, kernels::cpu_ops());
+  cfg.name = "local_adamw";
+  auto local = optim::make_optimizer(cfg, layout, kernels::cpu_ops());
+  EXPECT_EQ(local->replicas(), optim::Replicas::REPLICAS_INDEPENDENT);
+  EXPECT_EQ(adamw->replicas(), optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP);
+  const size_t n = layout.total();
+  std::vector<float> pa(n), pl(n), ga(n), gl(n);
+  for (size_t i = 0; i < n; ++i) pa[i] = pl[i] = float(std::sin(0.3 * double(i)));
+  adamw->attach(pa, ga);
+  local->attach(pl, gl);
+  for (int t = 1; t <= 5; ++t) {
+    for (size_t i = 0; i < n; ++i) ga[i] = gl[i] = float(std::cos(0.7 * double(i) + t));
+    const double na = adamw->step({t, 1e-2}).grad_norm, nl = local->step({t, 1e-2}).grad_norm;
+    EXPECT_EQ(na, nl);
+  }
+  EXPECT_EQ(pa, pl);
+  std::vector<float> eval(n);
+  EXPECT_FALSE(adamw->evaluation_weights(eval));
+  ASSERT_TRUE(local->evaluation_weights(eval));  // the average over one replica
+  EXPECT_EQ(eval, pl);
+  std::vector<std::string> names;
+  for (const optim::StateTensor& t : local->state()) {
+    EXPECT_EQ(t.scope, optim::StateScope::STATE_SCOPE_PER_RANK) << t.name;
+    names.push_back(t.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"adamw.m", "adamw.v", "local.params"}));
+  // NaN gradients stop the step before anything moves.
+  gl[3] = std::nanf("");
+  const std::vector<float> before = pl;
+  expect_error([&] { local->step({6, 1e-2}); }, {"step 6", "non-finite", "rank 0"});
+  EXPECT_EQ(pl, before);
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "kernels/ops.h"
 #include "model/param_layout.h"
 #include "optim/optimizer.h"
+#include "optim/registry.h"
 #include "optim/scape.h"
 #include "optim/sparse_mask.h"
 
@@ -37,6 +39,28 @@ std::vector<float> random_vector(size_t n, uint64_t seed, float scale = 1.0f) {
   return v;
 }
 
+// An optimizer attached once to a test's parameter vector and its own gradient buffer; each
+// step() copies the step's gradient in first.
+template <class Opt>
+struct Stepper {
+  std::unique_ptr<Opt> opt;
+  std::vector<float> grads;
+  Stepper(std::unique_ptr<Opt> o, std::vector<float>& params)
+      : opt(std::move(o)), grads(params.size()) {
+    opt->attach(params, grads);
+  }
+  Opt* operator->() { return opt.get(); }
+  void step(const std::vector<float>& g, int64_t t, double lr) {
+    std::copy(g.begin(), g.end(), grads.begin());
+    opt->step({t, lr});
+  }
+};
+
+std::vector<float> as_floats(const optim::StateTensor& t) {
+  const float* f = static_cast<const float*>(t.data);
+  return std::vector<float>(f, f + t.numel);
+}
+
 struct Fixture {
   model::ParamLayout layout = layout_of(900, 101);
   std::unique_ptr<comm::Communicator> comm = comm::make_single_communicator();
@@ -46,13 +70,17 @@ struct Fixture {
     cfg.name = "scape";
     cfg.lr = 1e-2;
     cfg.grad_clip = 0;
-    cfg.sparsity = 0.9;
-    cfg.dense_warmup_steps = 2;
+    cfg.scape.sparsity = 0.9;
+    cfg.scape.dense_warmup_steps = 2;
   }
-  std::unique_ptr<optim::Scape> make() {
-    return std::make_unique<optim::Scape>(cfg, par, layout, kernels::cpu_ops(), *comm);
+  Stepper<optim::Scape> make(std::vector<float>& params) {
+    return {std::make_unique<optim::Scape>(
+                optim::OptimizerSetup{cfg, par, layout, kernels::cpu_ops(), *comm, *comm}),
+            params};
   }
 };
+
+using optim::ScapeReading;
 
 }  // namespace
 
@@ -100,36 +128,38 @@ TEST(SparseMask, EncodingsAndJaccard) {
 namespace {
 
 // Six steps of SCAPE at sparsity 0 against dense AdamS from the same start and gradients.
-void expect_sparsity_zero_is_adams(const std::string& reading, float tolerance) {
+void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance) {
   Fixture f;
-  f.cfg.sparsity = 0;
+  f.cfg.scape.sparsity = 0;
   f.cfg.weight_decay = 0.1;
-  f.cfg.scape_reading = reading;
-  auto scape = f.make();
+  f.cfg.scape.reading = reading;
+  std::vector<float> a = random_vector(f.layout.total(), 1), b = a;
+  auto scape = f.make(a);
   optim::OptimizerConfig dense_cfg = f.cfg;
   dense_cfg.name = "adams";
-  dense_cfg.scape_reading = "A";
-  auto dense = optim::make_optimizer(dense_cfg, f.layout, kernels::cpu_ops());
-  std::vector<float> a = random_vector(f.layout.total(), 1), b = a;
+  dense_cfg.scape = {};
+  Stepper<optim::Optimizer> dense(optim::make_optimizer(dense_cfg, f.layout, kernels::cpu_ops()),
+                                  b);
   for (int t = 1; t <= 6; ++t) {
-    std::vector<float> g = random_vector(f.layout.total(), 100 + t), g2 = g;
-    scape->step(a, g, {t, 1e-2});
-    dense->step(b, g2, {t, 1e-2});
+    const std::vector<float> g = random_vector(f.layout.total(), 100 + t);
+    scape.step(g, t, 1e-2);
+    dense.step(g, t, 1e-2);
   }
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tolerance) << reading << " " << i;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], tolerance) << enum_name(reading) << " " << i;
 }
 
 }  // namespace
 
 TEST(Scape, SparsityZeroIsDenseAdamS) {
-  expect_sparsity_zero_is_adams("A", 1e-6f);
+  expect_sparsity_zero_is_adams(ScapeReading::SCAPE_READING_A, 1e-6f);
 }
 
 TEST(Scape, StepTUsesTheMaskSelectedAfterStepTMinus1AndOnlyItMoves) {
   Fixture f;
   f.cfg.weight_decay = 0.1;
-  auto s = f.make();
   std::vector<float> p = random_vector(f.layout.total(), 2);
+  auto s = f.make(p);
   const size_t k = s->k_of(0);
   EXPECT_EQ(k, size_t(std::ceil(0.1 * 1001)));
   for (int t = 1; t <= 8; ++t) {
@@ -137,7 +167,7 @@ TEST(Scape, StepTUsesTheMaskSelectedAfterStepTMinus1AndOnlyItMoves) {
     EXPECT_EQ(dense, t <= 2);
     const std::vector<uint32_t> selected_before = s->next_mask_shard();
     std::vector<float> g = random_vector(f.layout.total(), 200 + t), before = p;
-    s->step(p, g, {t, 1e-2});
+    s.step(g, t, 1e-2);
     if (!dense) {
       EXPECT_EQ(s->last_mask(), selected_before) << "step " << t;
       std::vector<bool> in(p.size(), false);
@@ -157,78 +187,79 @@ TEST(Scape, StepTUsesTheMaskSelectedAfterStepTMinus1AndOnlyItMoves) {
 
 TEST(Scape, ResidualKeepsWhatIsNotSentAndClearsWhatIs) {
   Fixture f;
-  f.cfg.dense_warmup_steps = 1;
-  auto s = f.make();
+  f.cfg.scape.dense_warmup_steps = 1;
   std::vector<float> p = random_vector(f.layout.total(), 4);
+  auto s = f.make(p);
   std::vector<float> g1 = random_vector(f.layout.total(), 5);
-  s->step(p, g1, {1, 1e-2});  // dense: everything sent, residual empty
+  s.step(g1, 1, 1e-2);  // dense: everything sent, residual empty
   auto residual = [&]() {
     for (const auto& t : s->state())
-      if (t.name == "scape.residual") return std::vector<float>(t.data, t.data + t.numel);
+      if (t.name == "scape.residual") return as_floats(t);
     return std::vector<float>{};
   };
   for (float x : residual()) ASSERT_EQ(x, 0.0f);
   std::vector<float> g2 = random_vector(f.layout.total(), 6), g2copy = g2;
-  s->step(p, g2, {2, 1e-2});
+  s.step(g2, 2, 1e-2);
   std::vector<float> r = residual();
   std::vector<bool> sent(p.size(), false);
   for (uint32_t i : s->last_mask()) sent[i] = true;
   for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(r[i], sent[i] ? 0.0f : g2copy[i]) << i;
   std::vector<float> g3 = random_vector(f.layout.total(), 7), g3copy = g3;
-  s->step(p, g3, {3, 1e-2});
+  s.step(g3, 3, 1e-2);
   std::vector<float> r3 = residual();
   std::vector<bool> sent3(p.size(), false);
   for (uint32_t i : s->last_mask()) sent3[i] = true;
   for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(r3[i], sent3[i] ? 0.0f : r[i] + g3copy[i]) << i;
   // Without the residual nothing is kept.
-  f.cfg.residual = false;
-  auto s2 = f.make();
+  f.cfg.scape.residual = false;
+  std::vector<float> p2 = p;
+  auto s2 = f.make(p2);
   for (const auto& t : s2->state()) EXPECT_NE(t.name, "scape.residual");
   EXPECT_EQ(s2->state_bytes(), f.layout.total() * sizeof(float));
 }
 
 TEST(Scape, StateRoundTripContinuesIdentically) {
   Fixture f;
-  auto a = f.make();
   std::vector<float> pa = random_vector(f.layout.total(), 8);
-  for (int t = 1; t <= 4; ++t) {
-    std::vector<float> g = random_vector(f.layout.total(), 300 + t);
-    a->step(pa, g, {t, 1e-2});
-  }
+  auto a = f.make(pa);
+  for (int t = 1; t <= 4; ++t) a.step(random_vector(f.layout.total(), 300 + t), t, 1e-2);
   // Copy a's state into a fresh optimizer, then both take the same steps.
-  auto b = f.make();
+  std::vector<float> pb = pa;
+  auto b = f.make(pb);
   auto sa = a->state(), sb = b->state();
   ASSERT_EQ(sa.size(), sb.size());
-  for (size_t i = 0; i < sa.size(); ++i)
-    std::copy(sa[i].data, sa[i].data + sa[i].numel, sb[i].data);
+  for (size_t i = 0; i < sa.size(); ++i) {
+    ASSERT_EQ(sa[i].dtype, sb[i].dtype);
+    ASSERT_EQ(sa[i].bytes(), sb[i].bytes());
+    std::memcpy(sb[i].data, sa[i].data, sa[i].bytes());
+  }
   b->state_loaded();
-  std::vector<float> pb = pa;
   for (int t = 5; t <= 8; ++t) {
-    std::vector<float> g = random_vector(f.layout.total(), 300 + t), g2 = g;
-    a->step(pa, g, {t, 1e-2});
-    b->step(pb, g2, {t, 1e-2});
+    const std::vector<float> g = random_vector(f.layout.total(), 300 + t);
+    a.step(g, t, 1e-2);
+    b.step(g, t, 1e-2);
   }
   EXPECT_EQ(pa, pb);
 }
 
 // Reading B (docs/SCAPE.md): every rank keeps a dense local momentum and sends it at the mask.
 TEST(ScapeReadingB, SparsityZeroIsDenseAdamS) {
-  expect_sparsity_zero_is_adams("B", 2e-6f);
+  expect_sparsity_zero_is_adams(ScapeReading::SCAPE_READING_B, 2e-6f);
 }
 
 TEST(ScapeReadingB, LocalMomentumSeesEveryGradientOnlyTheMaskMoves) {
   Fixture f;
-  f.cfg.scape_reading = "B";
-  f.cfg.catch_up_max = 3;
+  f.cfg.scape.reading = ScapeReading::SCAPE_READING_B;
+  f.cfg.scape.catch_up_max = 3;
   f.cfg.weight_decay = 0;
-  auto s = f.make();
-  auto tensor = [&](const char* name) {
-    for (const auto& t : s->state())
-      if (t.name == name) return std::vector<float>(t.data, t.data + t.numel);
-    return std::vector<float>{};
-  };
   const size_t n = f.layout.total();
   std::vector<float> p = random_vector(n, 11);
+  auto s = f.make(p);
+  auto tensor = [&](const char* name) {
+    for (const auto& t : s->state())
+      if (t.name == name) return as_floats(t);
+    return std::vector<float>{};
+  };
   std::vector<double> u(n, 0.0);
   size_t caught_up = 0;  // selections after a skipped step: the catch-up path was checked
   for (int t = 1; t <= 7; ++t) {
@@ -237,7 +268,7 @@ TEST(ScapeReadingB, LocalMomentumSeesEveryGradientOnlyTheMaskMoves) {
     const std::vector<float> before = p, m_before = tensor("scape.m"),
                              last_before = tensor("scape.last_update");
     const bool dense = s->dense_step(t);
-    s->step(p, g, {t, 1e-2});
+    s.step(g, t, 1e-2);
     const std::vector<float> local = tensor("scape.local_momentum"), m = tensor("scape.m"),
                              last = tensor("scape.last_update");
     for (size_t i = 0; i < n; ++i) ASSERT_NEAR(local[i], u[i], 1e-6) << t << " " << i;
@@ -273,7 +304,7 @@ TEST(ScapeReadingB, LocalMomentumSeesEveryGradientOnlyTheMaskMoves) {
 TEST(ScapeReadingB, ConfigErrorsNameTheKey) {
   optim::OptimizerConfig cfg;
   cfg.name = "scape";
-  cfg.catch_up_max = 4;
+  cfg.scape.catch_up_max = 4;
   auto message = [&]() {
     try {
       cfg.validate();
@@ -283,11 +314,9 @@ TEST(ScapeReadingB, ConfigErrorsNameTheKey) {
     return std::string();
   };
   EXPECT_NE(message().find("catch_up_max"), std::string::npos) << message();
-  cfg.scape_reading = "B";
+  EXPECT_NE(message().find("optimizer.scape."), std::string::npos) << message();
+  cfg.scape.reading = ScapeReading::SCAPE_READING_B;
   EXPECT_EQ(message(), "");
-  cfg.mask_score = "momentum_residual";
-  EXPECT_NE(message().find("mask_score"), std::string::npos) << message();
-  cfg.mask_score = "momentum";
-  cfg.scape_reading = "C";
-  EXPECT_NE(message().find("scape_reading"), std::string::npos) << message();
+  cfg.scape.mask_score = optim::MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL;
+  EXPECT_NE(message().find("optimizer.scape.mask_score"), std::string::npos) << message();
 }

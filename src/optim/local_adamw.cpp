@@ -1,0 +1,74 @@
+// local_adamw (see local_adamw.h): local clipping and AdamW, per-rank state, averaged
+// evaluation weights.
+#include "optim/local_adamw.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "optim/sync_common.h"
+
+namespace gossamer::optim {
+
+std::unique_ptr<Optimizer> make_local_adamw(const OptimizerSetup& setup) {
+  return std::make_unique<LocalAdamW>(setup);
+}
+
+LocalAdamW::LocalAdamW(const OptimizerSetup& setup)
+    : cfg_(setup.config),
+      ops_(setup.ops),
+      comm_(setup.comm),
+      total_(setup.layout.total()),
+      rule_(make_adamw_rule(cfg_, setup.layout, ops_, 0, total_)) {}
+
+StepResult LocalAdamW::step(const StepContext& ctx) {
+  GOSSAMER_CHECK(attached(), "local_adamw: step before attach()");
+  float* g = grads_.data();
+  const double sumsq = ops_.sum_squares(g, total_);
+  GOSSAMER_CHECK(std::isfinite(sumsq),
+                 "step %lld: non-finite (NaN/Inf) gradients on rank %d; stopping without "
+                 "updating (the last checkpoint is intact)",
+                 (long long)ctx.t, comm_.rank());
+  StepResult result;
+  result.grad_norm = std::sqrt(sumsq);
+  clip_to_norm(ops_, g, total_, result.grad_norm, cfg_.grad_clip);
+  rule_->update(params_.data(), g, ctx);
+  return result;
+}
+
+std::vector<StateTensor> LocalAdamW::state() {
+  std::vector<StateTensor> s;
+  for (StateTensor t : rule_->state()) {  // this rank's own moments
+    t.scope = StateScope::STATE_SCOPE_PER_RANK;
+    t.offset = t.total = 0;
+    s.push_back(std::move(t));
+  }
+  float* replica = params_.data();
+  if (!attached()) {
+    if (replica_.size() == 0) replica_ = HostBuffer<float>(total_);
+    replica = replica_.data();
+  }
+  s.push_back(StateTensor::per_rank("local.params", replica, total_));
+  return s;
+}
+
+void LocalAdamW::on_attach() {
+  if (!loaded_) return;  // a fresh run: every replica starts from the same weights
+  std::memcpy(params_.data(), replica_.data(), total_ * sizeof(float));
+  replica_ = HostBuffer<float>();
+}
+
+bool LocalAdamW::evaluation_weights(std::span<float> out) {
+  GOSSAMER_CHECK(out.size() == total_, "local_adamw: evaluation buffer of %zu, layout %zu",
+                 out.size(), total_);
+  std::copy(params_.begin(), params_.end(), out.begin());
+  const int world = comm_.size();
+  if (world > 1) {
+    comm_.all_reduce(out.data(), total_, comm::DType::F32, comm::ReduceOp::SUM).wait();
+    ops_.scale(out.data(), float(1.0 / world), total_);
+  }
+  return true;
+}
+
+}  // namespace gossamer::optim

@@ -1,0 +1,45 @@
+// local_adamw: every rank trains its own replica with AdamW on its own data and never
+// communicates during training: the lower bound the decentralised methods (DiLoCo, GASLoC) are
+// measured against, and the simplest optimizer whose replicas are independent. Evaluation and
+// the checkpoint's model.safetensors see the average of the replicas (one all-reduce at
+// evaluation and checkpoint cadence); each rank's replica and AdamW state are per-rank
+// checkpoint state, so a run resumes at the same world size only.
+// Invariant: step() issues no collective; at world size 1 it equals adamw bit for bit.
+#pragma once
+
+#include <memory>
+
+#include "core/buffer.h"
+#include "optim/optimizer.h"
+#include "optim/update_rule.h"
+
+namespace gossamer::optim {
+
+// The registry's factory.
+std::unique_ptr<Optimizer> make_local_adamw(const OptimizerSetup& setup);
+
+class LocalAdamW final : public Optimizer {
+ public:
+  explicit LocalAdamW(const OptimizerSetup& setup);
+
+  const char* name() const override { return "local_adamw"; }
+  Replicas replicas() const override { return Replicas::REPLICAS_INDEPENDENT; }
+  StepResult step(const StepContext& ctx) override;
+  std::vector<StateTensor> state() override;
+  void state_loaded() override { loaded_ = true; }
+  size_t state_bytes() const override { return rule_->state_bytes(); }
+  bool evaluation_weights(std::span<float> out) override;
+
+ private:
+  void on_attach() override;
+
+  OptimizerConfig cfg_;
+  const kernels::OpTable& ops_;
+  comm::Communicator& comm_;
+  size_t total_;
+  std::unique_ptr<UpdateRule> rule_;
+  HostBuffer<float> replica_;  // a checkpoint's replica, until attach() copies it in
+  bool loaded_ = false;
+};
+
+}  // namespace gossamer::optim

@@ -1,0 +1,78 @@
+// ScapeConfig: the `optimizer.scape` section (SCAPE, sparse communication on top of AdamS;
+// docs/SCAPE.md): sparsity and its dense steps, how the mask is scored and sent, error
+// feedback and the reading of the method. String options are enums from parse time on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/enum_names.h"
+
+namespace gossamer::optim {
+
+enum class ScapeReading { SCAPE_READING_A, SCAPE_READING_B };
+enum class MaskScore { MASK_SCORE_MOMENTUM, MASK_SCORE_MOMENTUM_RESIDUAL, MASK_SCORE_GRADIENT };
+enum class MaskWire { MASK_WIRE_AUTO, MASK_WIRE_INDICES, MASK_WIRE_BITMAP };
+
+struct ScapeConfig {
+  double sparsity = 0.99;
+  int64_t dense_warmup_steps = 0;
+  int64_t dense_refresh_every = 0;
+  MaskScore mask_score = MaskScore::MASK_SCORE_MOMENTUM;
+  MaskWire mask_encoding = MaskWire::MASK_WIRE_AUTO;
+  bool residual = true;
+  ScapeReading reading = ScapeReading::SCAPE_READING_A;
+  int64_t catch_up_max = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v("sparsity", sparsity,
+      "fraction of coordinates NOT communicated per step (0.9, 0.99; 0 = dense AdamS)");
+    v("dense_warmup_steps", dense_warmup_steps,
+      "the first N steps are dense AdamS steps (the momentum that scores the mask is zero at "
+      "the start)");
+    v("dense_refresh_every", dense_refresh_every,
+      "every N-th step is dense, flushing all residuals (0: never)");
+    v("mask_score", mask_score,
+      "momentum: top-k of |m|; momentum_residual: top-k of |beta1 m + (1 - beta1) ranks e_r|, "
+      "the momentum after applying the pending residual; gradient: top-k of the owner's "
+      "residual-corrected local gradient (the baseline)");
+    v("mask_encoding", mask_encoding, "mask on the wire: auto (the smaller), indices or bitmap");
+    v("residual", residual, "keep the unsent gradient mass (error feedback; reading A)");
+    v("reading", reading,
+      "A: the specified method (error-feedback residual of gradients, mask from the owner's "
+      "momentum); B: every rank keeps a dense local momentum and sends it at the mask, the mask "
+      "is the owner's top-k of its local momentum (docs/SCAPE.md)");
+    v("catch_up_max", catch_up_max,
+      "reading B: a coordinate updated after a steps moves min(a, N) AdamS steps at once (1: one "
+      "step per update)");
+  }
+  // Throws gossamer::Error naming the key (prefixed by `path`, e.g. "optimizer.scape.").
+  void validate(const std::string& path) const;
+};
+
+}  // namespace gossamer::optim
+
+namespace gossamer {
+template <>
+struct EnumNames<optim::ScapeReading> {
+  static constexpr std::pair<optim::ScapeReading, std::string_view> values[] = {
+      {optim::ScapeReading::SCAPE_READING_A, "A"}, {optim::ScapeReading::SCAPE_READING_B, "B"}};
+};
+template <>
+struct EnumNames<optim::MaskScore> {
+  static constexpr std::pair<optim::MaskScore, std::string_view> values[] = {
+      {optim::MaskScore::MASK_SCORE_MOMENTUM, "momentum"},
+      {optim::MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL, "momentum_residual"},
+      {optim::MaskScore::MASK_SCORE_GRADIENT, "gradient"}};
+};
+template <>
+struct EnumNames<optim::MaskWire> {
+  static constexpr std::pair<optim::MaskWire, std::string_view> values[] = {
+      {optim::MaskWire::MASK_WIRE_AUTO, "auto"},
+      {optim::MaskWire::MASK_WIRE_INDICES, "indices"},
+      {optim::MaskWire::MASK_WIRE_BITMAP, "bitmap"}};
+};
+}  // namespace gossamer

@@ -1,0 +1,40 @@
+// The shared synchronisation steps of the optimizers (see sync_common.h).
+#include "optim/sync_common.h"
+
+#include "core/error.h"
+
+namespace gossamer::optim {
+
+void agree_gradients_finite(comm::Communicator& control, bool locally_finite, int64_t t) {
+  const int world = control.size(), rank = control.rank();
+  int32_t flag = locally_finite ? 0 : int32_t(world - rank);  // max -> lowest failing rank
+  if (world > 1) control.all_reduce(&flag, 1, comm::DType::I32, comm::ReduceOp::MAX).wait();
+  if (flag != 0)
+    throw CollectiveError(
+        strprintf("step %lld: non-finite (NaN/Inf) gradients on rank %d, found before they were "
+                  "communicated; stopping without updating (the last checkpoint is intact)",
+                  (long long)t, world - flag));
+}
+
+void sum_over_ranks(comm::Communicator& control, std::span<float> values) {
+  if (control.size() > 1)
+    control.all_reduce(values.data(), values.size(), comm::DType::F32, comm::ReduceOp::SUM).wait();
+}
+
+void clip_to_norm(const kernels::OpTable& ops, float* g, size_t n, double norm, double max_norm) {
+  if (max_norm <= 0) return;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) ops.scale(g, float(coef), n);
+}
+
+void all_gather_shards(comm::Communicator& comm, std::span<float> params, const ShardLayout& shards,
+                       int rank) {
+  if (comm.size() == 1) return;
+  GOSSAMER_CHECK(params.size() == shards.total(), "parameter all-gather: %zu elements, layout %zu",
+                 params.size(), shards.total());
+  comm.all_gather(params.data() + shards.begin(rank), params.data(), shards.counts(),
+                  comm::DType::F32)
+      .wait();
+}
+
+}  // namespace gossamer::optim

@@ -1,0 +1,211 @@
+// Gathering, writing and restoring typed optimizer state (see optimizer_state_file.h).
+#include "train/optimizer_state_file.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+
+namespace gossamer::train {
+
+namespace {
+
+using optim::StateDType;
+using optim::StateScope;
+using optim::StateTensor;
+
+comm::DType wire_dtype(StateDType d) {
+  switch (d) {
+    case StateDType::STATE_DTYPE_F32:
+      return comm::DType::F32;
+    case StateDType::STATE_DTYPE_BF16:
+      return comm::DType::BF16;
+    case StateDType::STATE_DTYPE_I32:
+      return comm::DType::I32;
+    case StateDType::STATE_DTYPE_U8:
+      return comm::DType::U8;
+  }
+  fail("optimizer state: unknown dtype");
+}
+
+io::DType file_dtype(StateDType d) {
+  switch (d) {
+    case StateDType::STATE_DTYPE_F32:
+      return io::DType::DTYPE_F32;
+    case StateDType::STATE_DTYPE_BF16:
+      return io::DType::DTYPE_BF16;
+    case StateDType::STATE_DTYPE_I32:
+      return io::DType::DTYPE_I32;
+    case StateDType::STATE_DTYPE_U8:
+      return io::DType::DTYPE_U8;
+  }
+  fail("optimizer state: unknown dtype");
+}
+
+std::string rank_tensor_name(const std::string& name, int rank) {
+  return name + "@rank" + std::to_string(rank);
+}
+
+// Every rank's element count of a tensor, in rank order.
+std::vector<size_t> counts_of_ranks(comm::Communicator& comm, size_t mine) {
+  std::vector<int64_t> sizes(size_t(comm.size()));
+  const int64_t n = int64_t(mine);
+  const std::vector<size_t> ones(size_t(comm.size()), 1);
+  comm.all_gather(&n, sizes.data(), ones, comm::DType::I64).wait();
+  return {sizes.begin(), sizes.end()};
+}
+
+// Reads `numel` elements of tensor `name` as `dtype` into dst. A file written before typed
+// state holds integer state as F32; it converts when every value is an exact integer in range.
+void read_state_tensor(const io::SafetensorsReader& reader, const std::string& name,
+                       StateDType dtype, size_t numel, void* dst) {
+  const io::Shape shape = {int64_t(numel)};
+  const io::DType want = file_dtype(dtype);
+  const io::TensorInfo& info = reader.info(name);
+  const bool integer = dtype == StateDType::STATE_DTYPE_U8 || dtype == StateDType::STATE_DTYPE_I32;
+  if (info.dtype == want || !integer || info.dtype != io::DType::DTYPE_F32) {
+    reader.read_into(name, want, shape, dst);
+    return;
+  }
+  const std::vector<float> v = reader.read_as<float>(name, shape);
+  const double hi = dtype == StateDType::STATE_DTYPE_U8 ? 255.0 : 2147483647.0;
+  const double lo = dtype == StateDType::STATE_DTYPE_U8 ? 0.0 : -2147483648.0;
+  for (size_t i = 0; i < numel; ++i) {
+    GOSSAMER_CHECK(std::floor(v[i]) == v[i] && v[i] >= lo && v[i] <= hi,
+                   "%s: tensor %s (F32, written before typed state) holds %g at %zu, not a %s "
+                   "value",
+                   reader.path().c_str(), name.c_str(), double(v[i]), i,
+                   std::string(enum_name(dtype)).c_str());
+    if (dtype == StateDType::STATE_DTYPE_U8)
+      static_cast<uint8_t*>(dst)[i] = uint8_t(v[i]);
+    else
+      static_cast<int32_t*>(dst)[i] = int32_t(v[i]);
+  }
+}
+
+}  // namespace
+
+GatheredOptimizerState::GatheredOptimizerState(optim::Optimizer& optimizer,
+                                               comm::Communicator& comm)
+    : optimizer_(optimizer.name()), world_(comm.size()) {
+  for (const StateTensor& s : optimizer.state()) {
+    if (s.scope == StateScope::STATE_SCOPE_SHARDED)
+      add_sharded(s, comm);
+    else
+      add_rows(s, comm);
+  }
+}
+
+void GatheredOptimizerState::add_sharded(const StateTensor& s, comm::Communicator& comm) {
+  const size_t esize = optim::state_dtype_size(s.dtype);
+  Tensor t{s.name, s.dtype, std::vector<uint8_t>(s.total * esize), s.total};
+  if (s.numel == s.total) {  // the same whole tensor on every rank
+    std::memcpy(t.bytes.data(), s.data, s.total * esize);
+    tensors_.push_back(std::move(t));
+    return;
+  }
+  const std::vector<size_t> counts = counts_of_ranks(comm, s.numel);
+  size_t sum = 0, before = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank()) before = sum;
+    sum += counts[size_t(r)];
+  }
+  GOSSAMER_CHECK(sum == s.total && before == s.offset,
+                 "optimizer state %s: rank slices cover %zu of %zu elements (offset %zu vs %zu)",
+                 s.name.c_str(), sum, s.total, s.offset, before);
+  comm.all_gather(s.data, t.bytes.data(), counts, wire_dtype(s.dtype)).wait();
+  tensors_.push_back(std::move(t));
+}
+
+// Per-rank tensors and summed rows: every rank's tensor, in rank order.
+void GatheredOptimizerState::add_rows(const StateTensor& s, comm::Communicator& comm) {
+  const size_t esize = optim::state_dtype_size(s.dtype);
+  const std::vector<size_t> counts = counts_of_ranks(comm, s.numel);
+  size_t sum = 0;
+  for (size_t c : counts) sum += c;
+  std::vector<uint8_t> all(sum * esize);
+  comm.all_gather(s.data, all.data(), counts, wire_dtype(s.dtype)).wait();
+  if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS) {
+    GOSSAMER_CHECK(s.dtype == StateDType::STATE_DTYPE_F32 && sum == s.numel * size_t(world_),
+                   "optimizer state %s: summed rows must be F32 and of one size on every rank",
+                   s.name.c_str());
+    tensors_.push_back({s.name, s.dtype, std::move(all), sum});
+    return;
+  }
+  size_t at = 0;
+  for (int r = 0; r < world_; ++r) {
+    const size_t n = counts[size_t(r)];
+    tensors_.push_back({rank_tensor_name(s.name, r), s.dtype,
+                        std::vector<uint8_t>(all.begin() + ptrdiff_t(at * esize),
+                                             all.begin() + ptrdiff_t((at + n) * esize)),
+                        n});
+    at += n;
+  }
+}
+
+void GatheredOptimizerState::write(const std::string& path) const {
+  io::SafetensorsWriter w;
+  w.set_metadata("format", "gossamer-optimizer");
+  w.set_metadata("optimizer", optimizer_);
+  w.set_metadata("state_format", "2");
+  w.set_metadata("world_size", std::to_string(world_));
+  for (const Tensor& t : tensors_)
+    w.add(t.name, file_dtype(t.dtype), {int64_t(t.numel)}, t.bytes.data());
+  w.write(path);
+}
+
+void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, int rank,
+                          int world) {
+  io::SafetensorsReader reader(path);
+  const auto& meta = reader.metadata();
+  auto it = meta.find("optimizer");
+  GOSSAMER_CHECK(it != meta.end() && it->second == optimizer.name(),
+                 "%s: optimizer state is for \"%s\", the run uses \"%s\"", path.c_str(),
+                 it == meta.end() ? "?" : it->second.c_str(), optimizer.name());
+  const bool typed = meta.count("state_format") != 0;
+  const int saved_world = typed ? std::stoi(reader.metadata("world_size")) : 0;
+  for (const StateTensor& s : optimizer.state()) {
+    if (s.scope == StateScope::STATE_SCOPE_PER_RANK) {
+      GOSSAMER_CHECK(saved_world == world,
+                     "%s: optimizer state %s is per rank (each rank's own), saved at %d rank(s); "
+                     "this run has %d: resume at %d rank(s), or start a new run from the weights "
+                     "with --init-from",
+                     path.c_str(), s.name.c_str(), saved_world, world, saved_world);
+      const std::string name = rank_tensor_name(s.name, rank);
+      GOSSAMER_CHECK(reader.contains(name), "%s: missing optimizer tensor %s", path.c_str(),
+                     name.c_str());
+      read_state_tensor(reader, name, s.dtype, s.numel, s.data);
+      continue;
+    }
+    GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", path.c_str(),
+                   s.name.c_str());
+    const size_t saved = size_t(reader.info(s.name).numel());
+    if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS) {
+      float* out = static_cast<float*>(s.data);
+      const size_t rows = s.numel ? saved / s.numel : 0;
+      GOSSAMER_CHECK(rows > 0 && rows * s.numel == saved,
+                     "%s: optimizer tensor %s holds %zu elements, not rows of %zu", path.c_str(),
+                     s.name.c_str(), saved, s.numel);
+      std::vector<float> all(saved);
+      reader.read_into(s.name, io::DType::DTYPE_F32, {int64_t(saved)}, all.data());
+      if (rows == size_t(world)) {  // the same world size: each rank its own row
+        std::memcpy(out, all.data() + size_t(rank) * s.numel, s.numel * sizeof(float));
+        continue;
+      }
+      std::fill(out, out + s.numel, 0.0f);  // another world size: their sum goes to rank 0
+      if (rank == 0)
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t i = 0; i < s.numel; ++i) out[i] += all[r * s.numel + i];
+      continue;
+    }
+    const size_t esize = optim::state_dtype_size(s.dtype);
+    std::vector<uint8_t> whole(s.total * esize);
+    read_state_tensor(reader, s.name, s.dtype, s.total, whole.data());
+    std::memcpy(s.data, whole.data() + s.offset * esize, s.numel * esize);
+  }
+  optimizer.state_loaded();
+}
+
+}  // namespace gossamer::train

@@ -1,0 +1,50 @@
+// optimizer.safetensors, the optimizer part of a checkpoint: every state tensor of every rank,
+// by the tensor's scope (optim/state_tensor.h) and in its own dtype.
+//   sharded      one tensor NAME of the whole flat state (the ranks' slices gathered)
+//   summed_rows  one tensor NAME of world x numel elements (the ranks' rows in rank order)
+//   per_rank     one tensor NAME@rankR per rank
+// Metadata: format "gossamer-optimizer", optimizer (its name), state_format "2", world_size.
+// Files written before typed state (no state_format) hold F32 everywhere; integer state
+// tensors load from them when every value is an exact integer of the target's range.
+// Invariant: a state tensor is restored only when its name, scope, dtype and size agree with
+// the file (or convert exactly); anything else is an error naming the file and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "optim/optimizer.h"
+
+namespace gossamer::train {
+
+// The state of every rank, gathered (a collective over comm: every rank constructs it, at the
+// same point); rank 0 then writes it.
+class GatheredOptimizerState {
+ public:
+  GatheredOptimizerState(optim::Optimizer& optimizer, comm::Communicator& comm);
+  // Writes the file at `path` (atomically).
+  void write(const std::string& path) const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    optim::StateDType dtype;
+    std::vector<uint8_t> bytes;  // numel elements of dtype
+    size_t numel;
+  };
+  void add_sharded(const optim::StateTensor& s, comm::Communicator& comm);
+  void add_rows(const optim::StateTensor& s, comm::Communicator& comm);
+
+  std::string optimizer_;
+  int world_;
+  std::vector<Tensor> tensors_;
+};
+
+// Fills the optimizer's state tensors for `rank` of `world` from the file, then calls
+// state_loaded().
+void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, int rank,
+                          int world);
+
+}  // namespace gossamer::train
