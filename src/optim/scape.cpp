@@ -296,13 +296,24 @@ StepResult Scape::step(std::span<float> params, std::span<float> grads, const St
   }
   if (reading_b_) {  // ghat: the momentum itself, exact at the selected coordinates
     ops_.adams_update_from_momentum(params.data() + lo_, m_.data(), last_.data(), idx, ghat,
-                                    decay_.data(), n_seg, float(ctx.lr), float(cfg_.beta1),
-                                    float(cfg_.beta2), float(cfg_.eps), float(cfg_.weight_decay), t,
-                                    code_form_, int(cfg_.catch_up_max));
+                                    decay_.data(), n_seg,
+                                    {.lr = float(ctx.lr),
+                                     .beta1 = float(cfg_.beta1),
+                                     .beta2 = float(cfg_.beta2),
+                                     .eps = float(cfg_.eps),
+                                     .weight_decay = float(cfg_.weight_decay),
+                                     .t = t,
+                                     .code_form = code_form_,
+                                     .catch_up_max = int(cfg_.catch_up_max)});
   } else {
     ops_.adams_update_indexed(params.data() + lo_, m_.data(), idx, ghat, decay_.data(), n_seg,
-                              float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
-                              float(cfg_.weight_decay), t, code_form_);
+                              {.lr = float(ctx.lr),
+                               .beta1 = float(cfg_.beta1),
+                               .beta2 = float(cfg_.beta2),
+                               .eps = float(cfg_.eps),
+                               .weight_decay = float(cfg_.weight_decay),
+                               .t = t,
+                               .code_form = code_form_});
   }
 
   // Every replica receives the updated values.
