@@ -1,66 +1,141 @@
 // The op table: the one dispatch point between model code and a backend.
-// Each backend (CPU now, CUDA later) fills an OpTable with its fp32 implementations of
-// the ops declared in kernels/cpu/*.h (same argument conventions, same = / += rules);
-// model code calls ops only through the table and never branches on the device.
+// BasicOpTable<Real> holds one function pointer per op, over the element type Real, with the
+// argument conventions and "=" / "+=" rules of the ops declared in kernels/cpu/*.h (shapes and
+// formulas are documented there). Each backend (CPU now, CUDA later) fills an OpTable
+// (= BasicOpTable<float>) with its fp32 implementations; model and optimizer code call ops only
+// through an OpTable and never branch on the device. The CPU backend also fills a
+// BasicOpTable<double>: the reference the op tests (tests/unit/op_test_harness.h) check every
+// backend against, never used by model code.
+// Invariants: a backend's table sets every entry (for_each_op() visits them all, pinned to the
+// struct by a static_assert on its size; the CPU tables are checked non-null at compile time);
+// tables are filled with designated initialisers, so that two entries of the same signature
+// cannot be swapped silently.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/adam_step.h"
+
 namespace gossamer::kernels {
 
-struct OpTable {
+template <class Real>
+struct BasicOpTable {
   const char* backend;  // "cpu" or "cuda"
-  void (*encoder_forward)(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                          int B, int T, int C);
-  void (*encoder_backward)(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                           int B, int T, int C);
-  void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                            const float* b, int N, int C);
-  void (*layernorm_backward)(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                             const float* w, const float* mean, const float* rstd, int N, int C);
-  void (*matmul_forward)(float* out, const float* inp, const float* w, const float* bias, int N,
-                         int C, int OC);
-  void (*matmul_backward)(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                          const float* w, int N, int C, int OC);
-  void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+  void (*encoder_forward)(Real* out, const int32_t* tokens, const Real* wte, const Real* wpe, int B,
+                          int T, int C);
+  void (*encoder_backward)(Real* dwte, Real* dwpe, const Real* dout, const int32_t* tokens, int B,
+                           int T, int C);
+  void (*layernorm_forward)(Real* out, Real* mean, Real* rstd, const Real* inp, const Real* w,
+                            const Real* b, int N, int C);
+  void (*layernorm_backward)(Real* dinp, Real* dw, Real* db, const Real* dout, const Real* inp,
+                             const Real* w, const Real* mean, const Real* rstd, int N, int C);
+  void (*matmul_forward)(Real* out, const Real* inp, const Real* w, const Real* bias, int N, int C,
+                         int OC);
+  void (*matmul_backward)(Real* dinp, Real* dw, Real* dbias, const Real* dout, const Real* inp,
+                          const Real* w, int N, int C, int OC);
+  void (*attention_forward)(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH,
                             int NKV);
-  void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                             const float* att, int B, int T, int C, int NH, int NKV);
-  void (*rmsnorm_forward)(float* out, float* rstd, const float* inp, const float* w, int N, int C,
+  void (*attention_backward)(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
+                             const Real* att, int B, int T, int C, int NH, int NKV);
+  void (*rmsnorm_forward)(Real* out, Real* rstd, const Real* inp, const Real* w, int N, int C,
                           double eps);
-  void (*rmsnorm_backward)(float* dinp, float* dw, const float* dout, const float* inp,
-                           const float* w, const float* rstd, int N, int C);
-  void (*rope_forward)(float* x, int B, int T, int n_heads, int head_dim, int row_stride,
+  void (*rmsnorm_backward)(Real* dinp, Real* dw, const Real* dout, const Real* inp, const Real* w,
+                           const Real* rstd, int N, int C);
+  void (*rope_forward)(Real* x, int B, int T, int n_heads, int head_dim, int row_stride,
                        double theta);
-  void (*rope_backward)(float* dx, int B, int T, int n_heads, int head_dim, int row_stride,
+  void (*rope_backward)(Real* dx, int B, int T, int n_heads, int head_dim, int row_stride,
                         double theta);
-  void (*swiglu_forward)(float* out, const float* inp, int N, int F);
-  void (*swiglu_backward)(float* dinp, const float* dout, const float* inp, int N, int F);
-  void (*gelu_forward)(float* out, const float* inp, size_t n);
-  void (*gelu_backward)(float* dinp, const float* inp, const float* dout, size_t n);
-  void (*add)(float* out, const float* a, const float* b, size_t n);
-  void (*accumulate)(float* dst, const float* src, size_t n);
-  void (*scale)(float* x, float s, size_t n);
-  double (*sum_squares)(const float* x, size_t n);
-  void (*crossentropy_forward)(float* losses, float* probs, const float* logits,
+  void (*swiglu_forward)(Real* out, const Real* inp, int N, int F);
+  void (*swiglu_backward)(Real* dinp, const Real* dout, const Real* inp, int N, int F);
+  void (*gelu_forward)(Real* out, const Real* inp, size_t n);
+  void (*gelu_backward)(Real* dinp, const Real* inp, const Real* dout, size_t n);
+  void (*add)(Real* out, const Real* a, const Real* b, size_t n);
+  void (*accumulate)(Real* dst, const Real* src, size_t n);
+  void (*scale)(Real* x, Real s, size_t n);
+  double (*sum_squares)(const Real* x, size_t n);
+  void (*crossentropy_forward)(Real* losses, Real* probs, const Real* logits,
                                const int32_t* targets, int N, int V, int Vp);
-  void (*crossentropy_backward)(float* dlogits, const float* probs, const int32_t* targets,
-                                float scale, int N, int V, int Vp);
-  void (*adamw_update)(float* param, const float* grad, float* m, float* v, size_t n, float lr,
-                       float beta1, float beta2, float eps, float weight_decay, int64_t t);
-  void (*adams_update)(float* param, const float* grad, float* m, size_t n, float lr, float beta1,
-                       float beta2, float eps, float weight_decay, int64_t t, bool code_form);
-  void (*adams_update_indexed)(float* param, float* m, const uint32_t* idx, const float* g,
-                               const uint8_t* decay, size_t k, float lr, float beta1, float beta2,
-                               float eps, float weight_decay, int64_t t, bool code_form);
-  void (*adams_update_from_momentum)(float* param, float* m_last, float* last, const uint32_t* idx,
-                                     const float* m_now, const uint8_t* decay, size_t k, float lr,
-                                     float beta1, float beta2, float eps, float weight_decay,
-                                     int64_t t, bool code_form, int catch_up_max);
+  void (*crossentropy_backward)(Real* dlogits, const Real* probs, const int32_t* targets,
+                                Real scale, int N, int V, int Vp);
+  // The optimizer updates: the hyper-parameters in one AdamStep (kernels/adam_step.h says which
+  // op reads which field).
+  void (*adamw_update)(Real* param, const Real* grad, Real* m, Real* v, size_t n,
+                       const AdamStep& step);
+  void (*adams_update)(Real* param, const Real* grad, Real* m, size_t n, const AdamStep& step);
+  void (*adams_update_indexed)(Real* param, Real* m, const uint32_t* idx, const Real* g,
+                               const uint8_t* decay, size_t k, const AdamStep& step);
+  void (*adams_update_from_momentum)(Real* param, Real* m_last, float* last, const uint32_t* idx,
+                                     const Real* m_now, const uint8_t* decay, size_t k,
+                                     const AdamStep& step);
+
+  // Calls f(name, entry) for the backend name and every op entry, in declaration order. Lets
+  // tests and backends check a table for unset entries and name them.
+  template <class F>
+  constexpr void for_each_op(F&& f) const {
+    f("backend", backend);
+    f("encoder_forward", encoder_forward);
+    f("encoder_backward", encoder_backward);
+    f("layernorm_forward", layernorm_forward);
+    f("layernorm_backward", layernorm_backward);
+    f("matmul_forward", matmul_forward);
+    f("matmul_backward", matmul_backward);
+    f("attention_forward", attention_forward);
+    f("attention_backward", attention_backward);
+    f("rmsnorm_forward", rmsnorm_forward);
+    f("rmsnorm_backward", rmsnorm_backward);
+    f("rope_forward", rope_forward);
+    f("rope_backward", rope_backward);
+    f("swiglu_forward", swiglu_forward);
+    f("swiglu_backward", swiglu_backward);
+    f("gelu_forward", gelu_forward);
+    f("gelu_backward", gelu_backward);
+    f("add", add);
+    f("accumulate", accumulate);
+    f("scale", scale);
+    f("sum_squares", sum_squares);
+    f("crossentropy_forward", crossentropy_forward);
+    f("crossentropy_backward", crossentropy_backward);
+    f("adamw_update", adamw_update);
+    f("adams_update", adams_update);
+    f("adams_update_indexed", adams_update_indexed);
+    f("adams_update_from_momentum", adams_update_from_momentum);
+  }
 };
 
-// The CPU backend (always built).
+using OpTable = BasicOpTable<float>;
+
+// The name of the first unset entry of a table (in for_each_op order), nullptr when all are
+// set. constexpr: usable in a static_assert on a constexpr table.
+template <class Real>
+constexpr const char* first_unset_op(const BasicOpTable<Real>& table) {
+  const char* unset = nullptr;
+  table.for_each_op([&](const char* name, auto entry) {
+    if (unset == nullptr && entry == nullptr) unset = name;
+  });
+  return unset;
+}
+
+namespace detail {
+// The number of entries for_each_op() visits.
+template <class Real>
+constexpr size_t op_table_entries() {
+  size_t n = 0;
+  BasicOpTable<Real>{}.for_each_op([&](const char*, auto) { ++n; });
+  return n;
+}
+}  // namespace detail
+
+// Every member is one pointer: an entry added to the struct but not to for_each_op() fails here.
+static_assert(sizeof(OpTable) == detail::op_table_entries<float>() * sizeof(void*),
+              "BasicOpTable::for_each_op() must visit every entry");
+static_assert(sizeof(BasicOpTable<double>) == detail::op_table_entries<double>() * sizeof(void*),
+              "BasicOpTable::for_each_op() must visit every entry");
+
+// The CPU backend (always built): the float table model code runs on.
 const OpTable& cpu_ops();
+// The same CPU ops instantiated for double: the reference of the op tests (finite differences,
+// float-vs-double comparison). Not for model code.
+const BasicOpTable<double>& cpu_ops_f64();
 
 }  // namespace gossamer::kernels

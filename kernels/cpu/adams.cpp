@@ -13,23 +13,22 @@ namespace {
 template <class T>
 struct AdamsConstants {
   T b1, b2, inv_c, decay, eps, lr;
-  AdamsConstants(float lr_, float beta1, float beta2, float eps_, float weight_decay, int64_t t,
-                 bool code_form)
-      : b1(beta1),
-        b2(beta2),
-        inv_c(code_form ? T(1) / (T(1) - static_cast<T>(std::pow(double(beta1), double(t))))
-                        : T(1)),
-        decay(T(1) - T(lr_) * T(weight_decay)),
-        eps(eps_),
-        lr(lr_) {}
+  explicit AdamsConstants(const AdamStep& hp)
+      : b1(hp.beta1),
+        b2(hp.beta2),
+        inv_c(hp.code_form
+                  ? T(1) / (T(1) - static_cast<T>(std::pow(double(hp.beta1), double(hp.t))))
+                  : T(1)),
+        decay(T(1) - T(hp.lr) * T(hp.weight_decay)),
+        eps(hp.eps),
+        lr(hp.lr) {}
 };
 
 }  // namespace
 
 template <class T>
-void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1, float beta2,
-                  float eps, float weight_decay, int64_t t, bool code_form) {
-  const AdamsConstants<T> k(lr, beta1, beta2, eps, weight_decay, t, code_form);
+void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp) {
+  const AdamsConstants<T> k(hp);
   const T b1 = k.b1, b2 = k.b2, inv_c = k.inv_c, decay = k.decay, e = k.eps, step = k.lr;
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; ++i) {
@@ -44,9 +43,8 @@ void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1
 
 template <class T>
 void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
-                          size_t k, float lr, float beta1, float beta2, float eps,
-                          float weight_decay, int64_t t, bool code_form) {
-  const AdamsConstants<T> c(lr, beta1, beta2, eps, weight_decay, t, code_form);
+                          size_t k, const AdamStep& hp) {
+  const AdamsConstants<T> c(hp);
   const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
@@ -62,10 +60,13 @@ void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const
 
 template <class T>
 void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t* idx,
-                                const T* m_now, const uint8_t* decay, size_t k, float lr,
-                                float beta1, float beta2, float eps, float weight_decay, int64_t t,
-                                bool code_form, int catch_up_max) {
-  const AdamsConstants<T> c(lr, beta1, beta2, eps, weight_decay, t, code_form);
+                                const T* m_now, const uint8_t* decay, size_t k,
+                                const AdamStep& hp) {
+  const AdamsConstants<T> c(hp);
+  // Locals, not hp.* in the loop: the stores to param/last could alias hp for the compiler.
+  const int64_t t = hp.t;
+  const float beta1 = hp.beta1;
+  const int catch_up_max = hp.catch_up_max;
   const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
@@ -87,22 +88,18 @@ void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t
 }
 
 template void adams_update_from_momentum<float>(float*, float*, float*, const uint32_t*,
-                                                const float*, const uint8_t*, size_t, float, float,
-                                                float, float, float, int64_t, bool, int);
+                                                const float*, const uint8_t*, size_t,
+                                                const AdamStep&);
 template void adams_update_from_momentum<double>(double*, double*, float*, const uint32_t*,
-                                                 const double*, const uint8_t*, size_t, float,
-                                                 float, float, float, float, int64_t, bool, int);
+                                                 const double*, const uint8_t*, size_t,
+                                                 const AdamStep&);
 
 template void adams_update_indexed<float>(float*, float*, const uint32_t*, const float*,
-                                          const uint8_t*, size_t, float, float, float, float, float,
-                                          int64_t, bool);
+                                          const uint8_t*, size_t, const AdamStep&);
 template void adams_update_indexed<double>(double*, double*, const uint32_t*, const double*,
-                                           const uint8_t*, size_t, float, float, float, float,
-                                           float, int64_t, bool);
+                                           const uint8_t*, size_t, const AdamStep&);
 
-template void adams_update<float>(float*, const float*, float*, size_t, float, float, float, float,
-                                  float, int64_t, bool);
-template void adams_update<double>(double*, const double*, double*, size_t, float, float, float,
-                                   float, float, int64_t, bool);
+template void adams_update<float>(float*, const float*, float*, size_t, const AdamStep&);
+template void adams_update<double>(double*, const double*, double*, size_t, const AdamStep&);
 
 }  // namespace gossamer::kernels::cpu

@@ -6,16 +6,19 @@
 //   param -= lr * (m/c) / den
 // Paper form (code_form = false): the same without bias correction (c = 1).
 // t is the 1-based update count. param and m updated in place; grad read only.
+// The hyper-parameters come in one AdamStep (kernels/adam_step.h): lr, beta1, beta2, eps,
+// weight_decay, t and code_form; adams_update_from_momentum also reads catch_up_max.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/adam_step.h"
+
 namespace gossamer::kernels::cpu {
 
 template <class T>
-void adams_update(T* param, const T* grad, T* m, size_t n, float lr, float beta1, float beta2,
-                  float eps, float weight_decay, int64_t t, bool code_form);
+void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu
 
@@ -25,8 +28,7 @@ namespace gossamer::kernels::cpu {
 // compact buffer); weight decay where decay[idx[j]] != 0. The same arithmetic as adams_update.
 template <class T>
 void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
-                          size_t k, float lr, float beta1, float beta2, float eps,
-                          float weight_decay, int64_t t, bool code_form);
+                          size_t k, const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu
 
@@ -44,8 +46,6 @@ namespace gossamer::kernels::cpu {
 // last[] holds steps as float (exact below 2^24).
 template <class T>
 void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t* idx,
-                                const T* m_now, const uint8_t* decay, size_t k, float lr,
-                                float beta1, float beta2, float eps, float weight_decay, int64_t t,
-                                bool code_form, int catch_up_max);
+                                const T* m_now, const uint8_t* decay, size_t k, const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu

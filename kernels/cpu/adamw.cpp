@@ -6,15 +6,14 @@
 namespace gossamer::kernels::cpu {
 
 template <class T>
-void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float beta1, float beta2,
-                  float eps, float weight_decay, int64_t t) {
-  const T b1 = beta1, b2 = beta2;
-  const T bc1 = T(1) - static_cast<T>(std::pow(double(beta1), double(t)));
-  const T bc2 = T(1) - static_cast<T>(std::pow(double(beta2), double(t)));
-  const T step_size = T(lr) / bc1;
+void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, const AdamStep& hp) {
+  const T b1 = hp.beta1, b2 = hp.beta2;
+  const T bc1 = T(1) - static_cast<T>(std::pow(double(hp.beta1), double(hp.t)));
+  const T bc2 = T(1) - static_cast<T>(std::pow(double(hp.beta2), double(hp.t)));
+  const T step_size = T(hp.lr) / bc1;
   const T inv_sqrt_bc2 = T(1) / std::sqrt(bc2);
-  const T decay = T(1) - T(lr) * T(weight_decay);
-  const T e = eps;
+  const T decay = T(1) - T(hp.lr) * T(hp.weight_decay);
+  const T e = hp.eps;
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; ++i) {
     const T g = grad[i];
@@ -26,9 +25,8 @@ void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, float lr, float
   }
 }
 
-template void adamw_update<float>(float*, const float*, float*, float*, size_t, float, float, float,
-                                  float, float, int64_t);
-template void adamw_update<double>(double*, const double*, double*, double*, size_t, float, float,
-                                   float, float, float, int64_t);
+template void adamw_update<float>(float*, const float*, float*, float*, size_t, const AdamStep&);
+template void adamw_update<double>(double*, const double*, double*, double*, size_t,
+                                   const AdamStep&);
 
 }  // namespace gossamer::kernels::cpu

@@ -1,6 +1,7 @@
-// Fills the CPU OpTable with the float instantiations of the ops in kernels/cpu/*.h.
-#include "kernels/ops.h"
-
+// The CPU op tables: the float table model code runs on, and the double table the op tests use
+// as their reference, both filled from the templates of kernels/cpu/*.h.
+// Invariant: every entry is set (checked at compile time below) and named by a designated
+// initialiser, so that two entries of the same signature cannot be swapped silently.
 #include "kernels/cpu/adams.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention.h"
@@ -13,40 +14,59 @@
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/swiglu.h"
+#include "kernels/ops.h"
 
 namespace gossamer::kernels {
 
-const OpTable& cpu_ops() {
-  static const OpTable table = {
-      "cpu",
-      cpu::encoder_forward<float>,
-      cpu::encoder_backward<float>,
-      cpu::layernorm_forward<float>,
-      cpu::layernorm_backward<float>,
-      cpu::matmul_forward<float>,
-      cpu::matmul_backward<float>,
-      cpu::attention_forward<float>,
-      cpu::attention_backward<float>,
-      cpu::rmsnorm_forward<float>,
-      cpu::rmsnorm_backward<float>,
-      cpu::rope_forward<float>,
-      cpu::rope_backward<float>,
-      cpu::swiglu_forward<float>,
-      cpu::swiglu_backward<float>,
-      cpu::gelu_forward<float>,
-      cpu::gelu_backward<float>,
-      cpu::add<float>,
-      cpu::accumulate<float>,
-      cpu::scale<float>,
-      cpu::sum_squares<float>,
-      cpu::crossentropy_forward<float>,
-      cpu::crossentropy_backward<float>,
-      cpu::adamw_update<float>,
-      cpu::adams_update<float>,
-      cpu::adams_update_indexed<float>,
-      cpu::adams_update_from_momentum<float>,
+namespace {
+
+template <class Real>
+constexpr BasicOpTable<Real> make_cpu_table() {
+  return {
+      .backend = "cpu",
+      .encoder_forward = cpu::encoder_forward<Real>,
+      .encoder_backward = cpu::encoder_backward<Real>,
+      .layernorm_forward = cpu::layernorm_forward<Real>,
+      .layernorm_backward = cpu::layernorm_backward<Real>,
+      .matmul_forward = cpu::matmul_forward<Real>,
+      .matmul_backward = cpu::matmul_backward<Real>,
+      .attention_forward = cpu::attention_forward<Real>,
+      .attention_backward = cpu::attention_backward<Real>,
+      .rmsnorm_forward = cpu::rmsnorm_forward<Real>,
+      .rmsnorm_backward = cpu::rmsnorm_backward<Real>,
+      .rope_forward = cpu::rope_forward<Real>,
+      .rope_backward = cpu::rope_backward<Real>,
+      .swiglu_forward = cpu::swiglu_forward<Real>,
+      .swiglu_backward = cpu::swiglu_backward<Real>,
+      .gelu_forward = cpu::gelu_forward<Real>,
+      .gelu_backward = cpu::gelu_backward<Real>,
+      .add = cpu::add<Real>,
+      .accumulate = cpu::accumulate<Real>,
+      .scale = cpu::scale<Real>,
+      .sum_squares = cpu::sum_squares<Real>,
+      .crossentropy_forward = cpu::crossentropy_forward<Real>,
+      .crossentropy_backward = cpu::crossentropy_backward<Real>,
+      .adamw_update = cpu::adamw_update<Real>,
+      .adams_update = cpu::adams_update<Real>,
+      .adams_update_indexed = cpu::adams_update_indexed<Real>,
+      .adams_update_from_momentum = cpu::adams_update_from_momentum<Real>,
   };
-  return table;
+}
+
+constexpr OpTable kCpuOps = make_cpu_table<float>();
+constexpr BasicOpTable<double> kCpuOpsF64 = make_cpu_table<double>();
+
+static_assert(first_unset_op(kCpuOps) == nullptr, "the float CPU op table has an unset entry");
+static_assert(first_unset_op(kCpuOpsF64) == nullptr, "the double CPU op table has an unset entry");
+
+}  // namespace
+
+const OpTable& cpu_ops() {
+  return kCpuOps;
+}
+
+const BasicOpTable<double>& cpu_ops_f64() {
+  return kCpuOpsF64;
 }
 
 }  // namespace gossamer::kernels

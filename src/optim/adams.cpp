@@ -25,8 +25,13 @@ class AdamSRule final : public UpdateRule {
   void update(float* params, const float* grads, const StepContext& ctx) override {
     for (const DecayRun& r : runs_)
       ops_.adams_update(params + r.begin, grads + r.begin, m_.data() + r.begin, r.end - r.begin,
-                        float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
-                        r.decay ? float(cfg_.weight_decay) : 0.0f, ctx.t, code_form_);
+                        {.lr = float(ctx.lr),
+                         .beta1 = float(cfg_.beta1),
+                         .beta2 = float(cfg_.beta2),
+                         .eps = float(cfg_.eps),
+                         .weight_decay = r.decay ? float(cfg_.weight_decay) : 0.0f,
+                         .t = ctx.t,
+                         .code_form = code_form_});
   }
 
   std::vector<StateTensor> state() override {

@@ -39,8 +39,13 @@ class AdamWRule final : public UpdateRule {
   void update(float* params, const float* grads, const StepContext& ctx) override {
     for (const DecayRun& r : runs_)
       ops_.adamw_update(params + r.begin, grads + r.begin, m_.data() + r.begin, v_.data() + r.begin,
-                        r.end - r.begin, float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2),
-                        float(cfg_.eps), r.decay ? float(cfg_.weight_decay) : 0.0f, ctx.t);
+                        r.end - r.begin,
+                        {.lr = float(ctx.lr),
+                         .beta1 = float(cfg_.beta1),
+                         .beta2 = float(cfg_.beta2),
+                         .eps = float(cfg_.eps),
+                         .weight_decay = r.decay ? float(cfg_.weight_decay) : 0.0f,
+                         .t = ctx.t});
   }
 
   std::vector<StateTensor> state() override {

@@ -331,16 +331,19 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
     idx = local.data();
   }
   float* p = params_.data() + lo_;
-  if (reading_b_) {  // r.values: the momentum itself, exact at the selected coordinates
+  const kernels::AdamStep step = {.lr = float(ctx.lr),
+                                  .beta1 = float(cfg_.beta1),
+                                  .beta2 = float(cfg_.beta2),
+                                  .eps = float(cfg_.eps),
+                                  .weight_decay = float(cfg_.weight_decay),
+                                  .t = ctx.t,
+                                  .code_form = code_form_,
+                                  .catch_up_max = int(sc_.catch_up_max)};
+  if (reading_b_)  // r.values: the momentum itself, exact at the selected coordinates
     ops_.adams_update_from_momentum(p, m_.data(), last_.data(), idx, r.values, decay_.data(), r.n,
-                                    float(ctx.lr), float(cfg_.beta1), float(cfg_.beta2),
-                                    float(cfg_.eps), float(cfg_.weight_decay), ctx.t, code_form_,
-                                    int(sc_.catch_up_max));
-  } else {
-    ops_.adams_update_indexed(p, m_.data(), idx, r.values, decay_.data(), r.n, float(ctx.lr),
-                              float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps),
-                              float(cfg_.weight_decay), ctx.t, code_form_);
-  }
+                                    step);
+  else
+    ops_.adams_update_indexed(p, m_.data(), idx, r.values, decay_.data(), r.n, step);
 }
 
 // Every replica receives the updated values; returns the bytes this rank sent for it.

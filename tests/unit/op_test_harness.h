@@ -1,15 +1,24 @@
 // The driver of the table-driven op tests (tests/unit/test_ops*.cpp), after ggml's
 // test-backend-ops. Each op is an OpCase subclass (build(): inputs, outputs, loss weights;
-// forward()/backward() for float and double), instantiated over a grid of awkward shapes.
-// For every case run_case()
-//   1. runs forward + backward in double and checks every gradient (inputs, weights, biases)
-//      against central finite differences of L = sum_j <out_j, R_j> (fixed random R_j);
-//   2. runs float and compares every output and gradient with double (relative error with the
-//      tensor's RMS as floor, per-op tolerance);
-//   3. checks: sentinel guard bands around every buffer are untouched, inputs are unchanged,
-//      no NaN/Inf anywhere in outputs and gradients, assigned outputs are fully written
-//      (pre-filled with NaN), "+=" gradients add to pre-filled nonzero values, a second float
-//      run is bitwise identical, plus per-op invariants (OpCase::check).
+// forward()/backward() for float and double), instantiated over a grid of awkward shapes. A case
+// never calls a kernel directly: forward()/backward() receive an op table (kernels/ops.h) and
+// call its entries (ops.layernorm_forward(...)), so that the same cases check any backend.
+// For every case run_case(case, backend) runs
+//   1. the reference, the double CPU table (kernels::cpu_ops_f64()): forward + backward, every
+//      gradient (inputs, weights, biases) checked against central finite differences of
+//      L = sum_j <out_j, R_j> (fixed random R_j);
+//   2. the float backend under test (kernels::cpu_ops() today; a CUDA table later), whose every
+//      output and gradient is compared with the reference (relative error with the tensor's
+//      RMS as floor, per-op tolerance);
+//   3. checks on both runs: sentinel guard bands around every buffer are untouched, inputs are
+//      unchanged, no NaN/Inf anywhere in outputs and gradients, assigned outputs are fully
+//      written (pre-filled with NaN), "+=" gradients add to pre-filled nonzero values, plus
+//      per-op invariants (OpCase::check); and a second run of the backend under test is
+//      bitwise identical.
+// Invariant: a case reaches kernels only through the table it is handed; the finite-difference
+// ground truth always comes from the double CPU table, and every check of the float run uses
+// the table given to run_case. Buffers are host memory: a device backend will plug in through
+// a float table whose entries stage them to the device and back.
 // Header-only (test code): every function is inline or a template.
 #pragma once
 
@@ -32,8 +41,13 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "kernels/ops.h"
 
 namespace gossamer::op_test {
+
+// The op table over element type T: Ops<double> the reference, Ops<float> a backend under test.
+template <class T>
+using Ops = kernels::BasicOpTable<T>;
 
 // ---- guarded buffers -------------------------------------------------------------------------
 
@@ -108,10 +122,11 @@ class OpCase {
   virtual std::string name() const = 0;
   // Declares inputs, outputs and workspaces and draws every value (and integer argument).
   virtual void build(Rng& rng) = 0;
-  virtual void forward(Run<float>& r) = 0;
-  virtual void forward(Run<double>& r) = 0;
-  virtual void backward(Run<float>& r) = 0;
-  virtual void backward(Run<double>& r) = 0;
+  // Run the op through `ops` on the buffers of r (OP_CASE_DISPATCH implements the four).
+  virtual void forward(const Ops<float>& ops, Run<float>& r) = 0;
+  virtual void forward(const Ops<double>& ops, Run<double>& r) = 0;
+  virtual void backward(const Ops<float>& ops, Run<float>& r) = 0;
+  virtual void backward(const Ops<double>& ops, Run<double>& r) = 0;
   // Op-specific invariants, called after forward + backward.
   virtual void check(const Run<float>&) const {}
   virtual void check(const Run<double>&) const {}
@@ -165,14 +180,14 @@ class OpCase {
   std::vector<size_t> works_;
 };
 
-// Implements the four virtual entry points with the case's templates fwd<T>() / bwd<T>(), and
-// the two check() overrides with chk<T>().
+// Implements the four virtual entry points with the case's templates
+// fwd<T>(const Ops<T>&, Run<T>&) / bwd<T>(...), and the two check() overrides with chk<T>().
 // clang-format off
-#define OP_CASE_DISPATCH                                   \
-  void forward(Run<float>& r) override { fwd(r); }         \
-  void forward(Run<double>& r) override { fwd(r); }        \
-  void backward(Run<float>& r) override { bwd(r); }        \
-  void backward(Run<double>& r) override { bwd(r); }
+#define OP_CASE_DISPATCH                                                                 \
+  void forward(const Ops<float>& ops, Run<float>& r) override { fwd(ops, r); }           \
+  void forward(const Ops<double>& ops, Run<double>& r) override { fwd(ops, r); }         \
+  void backward(const Ops<float>& ops, Run<float>& r) override { bwd(ops, r); }          \
+  void backward(const Ops<double>& ops, Run<double>& r) override { bwd(ops, r); }
 #define OP_CASE_CHECKS                                       \
   void check(const Run<float>& r) const override { chk(r); } \
   void check(const Run<double>& r) const override { chk(r); }
@@ -324,10 +339,138 @@ class ScopedThreads {
   int saved_;
 };
 
-inline void run_case(OpCase& c) {
+// Step 1: the reference run in double and the finite-difference check of its gradients.
+struct Reference {
+  std::vector<std::vector<double>> prefill;  // initial values of the gradient buffers
+  Run<double> run;
+  std::vector<std::vector<double>> grad;  // the gradient of each input (empty: none)
+  double worst_fd = 0;                    // worst |analytic - fd| / tolerance
+};
+
+// Checks reference gradient `grad` of input i against central finite differences of the loss,
+// all points for small inputs, else a random subset plus the ends and the case's extras.
+// probe: a run whose input i is perturbed one element at a time (and restored). Returns the
+// worst |analytic - fd| / tolerance.
+inline double check_finite_differences(OpCase& c, const Ops<double>& ref, Run<double>& probe,
+                                       size_t i, const std::vector<double>& grad, Rng& rng) {
+  const auto& in = c.inputs()[i];
+  const size_t n = in.value.size();
+  std::vector<size_t> points;
+  if (n <= c.fd_max_points()) {
+    for (size_t k = 0; k < n; ++k) points.push_back(k);
+  } else {
+    for (size_t k = 0; k < c.fd_max_points(); ++k) points.push_back(rng.below(n));
+    points.push_back(0);
+    points.push_back(n - 1);
+  }
+  for (size_t k : c.fd_extra_points(i)) points.push_back(k);
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t k : points) {
+    const double x0 = probe.in[i][k];
+    const double xp = x0 + c.grad_eps(), xm = x0 - c.grad_eps();
+    probe.in[i][k] = xp;
+    c.forward(ref, probe);
+    const long double lp = loss(c, probe);
+    probe.in[i][k] = xm;
+    c.forward(ref, probe);
+    const long double lm = loss(c, probe);
+    probe.in[i][k] = x0;
+    const double fd = static_cast<double>((lp - lm) / (xp - xm));
+    const double err = std::fabs(grad[k] - fd);
+    worst = std::max(worst, err / (c.fd_atol() + c.fd_rtol() * std::fabs(fd)));
+    if (err > c.fd_atol() + c.fd_rtol() * std::fabs(fd) && ++bad <= 5) {
+      ADD_FAILURE() << c.name() << ": d" << in.name << "[" << k << "] analytic " << grad[k]
+                    << " vs finite difference " << fd;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << c.name() << ": d" << in.name << " wrong at " << bad << " of "
+                     << points.size() << " checked points";
+  return worst;
+}
+
+inline Reference reference_run(OpCase& c, const Ops<double>& ref, Rng& rng) {
+  const size_t nin = c.inputs().size();
+  Reference r;
+  r.prefill.resize(nin);
+  for (size_t i = 0; i < nin; ++i) r.prefill[i] = prefill_pattern(c.inputs()[i].value.size(), 1);
+  r.run = make_run<double>(c, r.prefill);
+  c.forward(ref, r.run);
+  c.backward(ref, r.run);
+  check_run(c, r.run, "double");
+
+  r.grad.resize(nin);
+  // The thousands of small probe forwards run on one thread: a parallel region per tiny call
+  // only adds fork/join cost (and stalls when the machine is oversubscribed). The analytic
+  // runs above and of the backend under test keep the default thread count.
+  ScopedThreads one_thread(1);
+  Run<double> probe = make_run<double>(c, r.prefill);
+  for (size_t i = 0; i < nin; ++i) {
+    if (!c.inputs()[i].has_grad) continue;
+    r.grad[i] = produced_grad(c, r.run, i, r.prefill);
+    r.worst_fd = std::max(r.worst_fd, check_finite_differences(c, ref, probe, i, r.grad[i], rng));
+  }
+  return r;
+}
+
+// Pre-fills of the float gradient buffers, scaled to each reference gradient's RMS, so that
+// (P + g) - P loses nothing measurable in float.
+inline std::vector<std::vector<double>> float_prefill(const OpCase& c, const Reference& ref) {
+  std::vector<std::vector<double>> prefill(c.inputs().size());
+  for (size_t i = 0; i < prefill.size(); ++i) {
+    const auto& g = ref.grad[i];
+    double ss = 0;
+    for (double x : g) ss += x * x;
+    const double rms = g.empty() ? 1.0 : std::sqrt(ss / g.size());
+    const double pow2 = rms > 0 ? std::exp2(std::floor(std::log2(rms))) : 1.0;
+    prefill[i] = prefill_pattern(c.inputs()[i].value.size(), pow2);
+  }
+  return prefill;
+}
+
+// Step 2: every output and gradient of the float run vs the reference. Returns the worst
+// relative error.
+inline double compare_with_reference(const OpCase& c, const std::string& label,
+                                     const Run<float>& r32,
+                                     const std::vector<std::vector<double>>& prefill32,
+                                     const Reference& ref) {
+  double worst = 0;
+  for (size_t j = 0; j < r32.out.size(); ++j) {
+    const double e = max_rel_err(to_double(r32.out[j]), to_double(ref.run.out[j]), c.err_floor());
+    worst = std::max(worst, e);
+    EXPECT_LE(e, c.max_err()) << c.name() << ": " << label << " vs double, output "
+                              << c.outputs()[j].name;
+  }
+  for (size_t i = 0; i < c.inputs().size(); ++i) {
+    if (!c.inputs()[i].has_grad) continue;
+    const double e = max_rel_err(produced_grad(c, r32, i, prefill32), ref.grad[i], c.err_floor());
+    worst = std::max(worst, e);
+    EXPECT_LE(e, c.max_err()) << c.name() << ": " << label << " vs double, d" << c.inputs()[i].name;
+  }
+  return worst;
+}
+
+// Step 3, determinism: a second run of the backend under test is bitwise identical to r32.
+inline void check_deterministic(OpCase& c, const Ops<float>& backend, const Run<float>& r32,
+                                const std::vector<std::vector<double>>& prefill32) {
+  Run<float> again = make_run<float>(c, prefill32);
+  c.forward(backend, again);
+  c.backward(backend, again);
+  for (size_t j = 0; j < r32.out.size(); ++j) {
+    EXPECT_TRUE(bitwise_equal(r32.out[j], again.out[j]))
+        << c.name() << ": output " << c.outputs()[j].name << " differs between two runs";
+  }
+  for (size_t i = 0; i < c.inputs().size(); ++i) {
+    EXPECT_TRUE(bitwise_equal(r32.grad[i], again.grad[i]))
+        << c.name() << ": d" << c.inputs()[i].name << " differs between two runs";
+  }
+}
+
+// Runs case c: the double CPU reference (finite differences), then `backend`, the float op
+// table under test, against it (see the top of this file).
+inline void run_case(OpCase& c, const Ops<float>& backend) {
   Rng rng(0x5eed, name_seed(c.name()));
   c.build(rng);
-  const size_t nin = c.inputs().size();
   // Inputs and loss weights are rounded to float, so that the float and double runs see the
   // same values and their comparison measures the ops' arithmetic alone.
   for (auto& in : c.mutable_inputs()) {
@@ -337,100 +480,18 @@ inline void run_case(OpCase& c) {
     for (auto& w : out.weight) w = static_cast<float>(w);
   }
 
-  // 1. double: forward + backward, finite-difference check of every gradient.
-  std::vector<std::vector<double>> prefill64(nin);
-  for (size_t i = 0; i < nin; ++i) prefill64[i] = prefill_pattern(c.inputs()[i].value.size(), 1);
-  Run<double> r64 = make_run<double>(c, prefill64);
-  c.forward(r64);
-  c.backward(r64);
-  check_run(c, r64, "double");
+  const Reference ref = reference_run(c, kernels::cpu_ops_f64(), rng);
 
-  std::vector<std::vector<double>> grad64(nin);
-  double worst_fd = 0;
-  // The thousands of small probe forwards run on one thread: a parallel region per tiny call
-  // only adds fork/join cost (and stalls when the machine is oversubscribed). The analytic
-  // runs above and below keep the default thread count.
-  auto one_thread = std::make_unique<ScopedThreads>(1);
-  Run<double> probe = make_run<double>(c, prefill64);
-  for (size_t i = 0; i < nin; ++i) {
-    const auto& in = c.inputs()[i];
-    if (!in.has_grad) continue;
-    grad64[i] = produced_grad(c, r64, i, prefill64);
-    const size_t n = in.value.size();
-    std::vector<size_t> points;
-    if (n <= c.fd_max_points()) {
-      for (size_t k = 0; k < n; ++k) points.push_back(k);
-    } else {
-      for (size_t k = 0; k < c.fd_max_points(); ++k) points.push_back(rng.below(n));
-      points.push_back(0);
-      points.push_back(n - 1);
-    }
-    for (size_t k : c.fd_extra_points(i)) points.push_back(k);
-    size_t bad = 0;
-    for (size_t k : points) {
-      const double x0 = probe.in[i][k];
-      const double xp = x0 + c.grad_eps(), xm = x0 - c.grad_eps();
-      probe.in[i][k] = xp;
-      c.forward(probe);
-      const long double lp = loss(c, probe);
-      probe.in[i][k] = xm;
-      c.forward(probe);
-      const long double lm = loss(c, probe);
-      probe.in[i][k] = x0;
-      const double fd = static_cast<double>((lp - lm) / (xp - xm));
-      const double err = std::fabs(grad64[i][k] - fd);
-      worst_fd = std::max(worst_fd, err / (c.fd_atol() + c.fd_rtol() * std::fabs(fd)));
-      if (err > c.fd_atol() + c.fd_rtol() * std::fabs(fd) && ++bad <= 5) {
-        ADD_FAILURE() << c.name() << ": d" << in.name << "[" << k << "] analytic " << grad64[i][k]
-                      << " vs finite difference " << fd;
-      }
-    }
-    EXPECT_EQ(bad, 0u) << c.name() << ": d" << in.name << " wrong at " << bad << " of "
-                       << points.size() << " checked points";
-  }
-
-  one_thread.reset();
-
-  // 2. float vs double. Pre-fills scaled to each gradient's RMS, so that (P + g) - P loses
-  //    nothing measurable in float.
-  std::vector<std::vector<double>> prefill32(nin);
-  for (size_t i = 0; i < nin; ++i) {
-    double ss = 0;
-    for (double g : grad64[i]) ss += g * g;
-    const double rms = grad64[i].empty() ? 1.0 : std::sqrt(ss / grad64[i].size());
-    const double pow2 = rms > 0 ? std::exp2(std::floor(std::log2(rms))) : 1.0;
-    prefill32[i] = prefill_pattern(c.inputs()[i].value.size(), pow2);
-  }
+  const std::string label = std::string(backend.backend) + " float";
+  const std::vector<std::vector<double>> prefill32 = float_prefill(c, ref);
   Run<float> r32 = make_run<float>(c, prefill32);
-  c.forward(r32);
-  c.backward(r32);
-  check_run(c, r32, "float");
-  double worst32 = 0;
-  for (size_t j = 0; j < r32.out.size(); ++j) {
-    const double e = max_rel_err(to_double(r32.out[j]), to_double(r64.out[j]), c.err_floor());
-    worst32 = std::max(worst32, e);
-    EXPECT_LE(e, c.max_err()) << c.name() << ": float vs double, output " << c.outputs()[j].name;
-  }
-  for (size_t i = 0; i < nin; ++i) {
-    if (!c.inputs()[i].has_grad) continue;
-    const double e = max_rel_err(produced_grad(c, r32, i, prefill32), grad64[i], c.err_floor());
-    worst32 = std::max(worst32, e);
-    EXPECT_LE(e, c.max_err()) << c.name() << ": float vs double, d" << c.inputs()[i].name;
-  }
-
-  // 3. Determinism: a second float run is bitwise identical.
-  Run<float> again = make_run<float>(c, prefill32);
-  c.forward(again);
-  c.backward(again);
-  for (size_t j = 0; j < r32.out.size(); ++j) {
-    EXPECT_TRUE(bitwise_equal(r32.out[j], again.out[j]))
-        << c.name() << ": output " << c.outputs()[j].name << " differs between two runs";
-  }
-  for (size_t i = 0; i < nin; ++i) {
-    EXPECT_TRUE(bitwise_equal(r32.grad[i], again.grad[i]))
-        << c.name() << ": d" << c.inputs()[i].name << " differs between two runs";
-  }
-  std::printf("  %-44s fd err/tol %.2e   f32 rel err %.2e\n", c.name().c_str(), worst_fd, worst32);
+  c.forward(backend, r32);
+  c.backward(backend, r32);
+  check_run(c, r32, label.c_str());
+  const double worst32 = compare_with_reference(c, label, r32, prefill32, ref);
+  check_deterministic(c, backend, r32, prefill32);
+  std::printf("  %-44s fd err/tol %.2e   %s rel err %.2e\n", c.name().c_str(), ref.worst_fd,
+              label.c_str(), worst32);
 }
 
 // ---- the ops ---------------------------------------------------------------------------------

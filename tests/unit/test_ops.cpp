@@ -1,15 +1,19 @@
-// Table-driven tests of the CPU ops (kernels/cpu/*.h), after ggml's test-backend-ops.
+// Table-driven tests of the GPT-2 ops (kernels/cpu/*.h), after ggml's test-backend-ops.
 // Each op is an OpCase subclass (build(): inputs, outputs, loss weights; forward()/backward()
-// for float and double), instantiated over a grid of awkward shapes. For every case the driver
-//   1. runs forward + backward in double and checks every gradient (inputs, weights, biases)
-//      against central finite differences of L = sum_j <out_j, R_j> (fixed random R_j);
-//   2. runs float and compares every output and gradient with double (relative error with the
-//      tensor's RMS as floor, per-op tolerance);
+// through an op table, for float and double), instantiated over a grid of awkward shapes. For
+// every case the driver
+//   1. runs forward + backward on the double CPU table (the reference) and checks every
+//      gradient (inputs, weights, biases) against central finite differences of
+//      L = sum_j <out_j, R_j> (fixed random R_j);
+//   2. runs the float backend under test (the CPU table, kernels::cpu_ops()) and compares every
+//      output and gradient with double (relative error with the tensor's RMS as floor, per-op
+//      tolerance);
 //   3. checks: sentinel guard bands around every buffer are untouched, inputs are unchanged,
 //      no NaN/Inf anywhere in outputs and gradients, assigned outputs are fully written
 //      (pre-filled with NaN), "+=" gradients add to pre-filled nonzero values, a second float
 //      run is bitwise identical, plus per-op invariants (causal zeros, padded columns).
-// The elementwise helpers have no backward; they get exact checks at the end of the file.
+// The elementwise helpers have no backward; they get exact checks through the tables at the end
+// of the file, with the check that the CPU tables set every entry.
 // The driver is shared with the other op tests: tests/unit/op_test_harness.h.
 #include <gtest/gtest.h>
 
@@ -22,13 +26,8 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/crossentropy.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/encoder.h"
-#include "kernels/cpu/gelu.h"
-#include "kernels/cpu/layernorm.h"
-#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/layernorm.h"  // kLayerNormEps
+#include "kernels/ops.h"
 #include "op_test_harness.h"
 
 namespace {
@@ -36,6 +35,7 @@ namespace {
 using gossamer::Rng;
 using namespace gossamer::op_test;
 namespace cpu = gossamer::kernels::cpu;
+namespace kernels = gossamer::kernels;
 
 // ---- the ops ---------------------------------------------------------------------------------
 
@@ -58,14 +58,14 @@ class EncoderCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::encoder_forward(r.out[0].data(), tokens_.data(), r.in[0].data(), r.in[1].data(), B_, T_,
-                         C_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.encoder_forward(r.out[0].data(), tokens_.data(), r.in[0].data(), r.in[1].data(), B_, T_,
+                        C_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::encoder_backward(r.grad[0].data(), r.grad[1].data(), r.dout[0].data(), tokens_.data(), B_,
-                          T_, C_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.encoder_backward(r.grad[0].data(), r.grad[1].data(), r.dout[0].data(), tokens_.data(), B_,
+                         T_, C_);
   }
   int B_, T_, C_, Vp_, maxT_;
   std::vector<int32_t> tokens_;
@@ -90,15 +90,15 @@ class LayerNormCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::layernorm_forward(r.out[0].data(), r.out[1].data(), r.out[2].data(), r.in[0].data(),
-                           r.in[1].data(), r.in[2].data(), N_, C_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.layernorm_forward(r.out[0].data(), r.out[1].data(), r.out[2].data(), r.in[0].data(),
+                          r.in[1].data(), r.in[2].data(), N_, C_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::layernorm_backward(r.grad[0].data(), r.grad[1].data(), r.grad[2].data(), r.dout[0].data(),
-                            r.in[0].data(), r.in[1].data(), r.out[1].data(), r.out[2].data(), N_,
-                            C_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.layernorm_backward(r.grad[0].data(), r.grad[1].data(), r.grad[2].data(), r.dout[0].data(),
+                           r.in[0].data(), r.in[1].data(), r.out[1].data(), r.out[2].data(), N_,
+                           C_);
   }
   int N_, C_;
 };
@@ -120,15 +120,15 @@ class MatmulCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::matmul_forward(r.out[0].data(), r.in[0].data(), r.in[1].data(),
-                        bias_ ? r.in[2].data() : nullptr, N_, C_, OC_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.matmul_forward(r.out[0].data(), r.in[0].data(), r.in[1].data(),
+                       bias_ ? r.in[2].data() : nullptr, N_, C_, OC_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::matmul_backward(dinp_ ? r.grad[0].data() : nullptr, r.grad[1].data(),
-                         bias_ ? r.grad[2].data() : nullptr, r.dout[0].data(), r.in[0].data(),
-                         r.in[1].data(), N_, C_, OC_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.matmul_backward(dinp_ ? r.grad[0].data() : nullptr, r.grad[1].data(),
+                        bias_ ? r.grad[2].data() : nullptr, r.dout[0].data(), r.in[0].data(),
+                        r.in[1].data(), N_, C_, OC_);
   }
   int N_, C_, OC_;
   bool bias_, dinp_;
@@ -154,13 +154,13 @@ class AttentionCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C_, NH_, NH_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C_, NH_, NH_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::attention_backward(r.grad[0].data(), r.work[0].data(), r.dout[0].data(), r.in[0].data(),
-                            r.out[1].data(), B_, T_, C_, NH_, NH_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.attention_backward(r.grad[0].data(), r.work[0].data(), r.dout[0].data(), r.in[0].data(),
+                           r.out[1].data(), B_, T_, C_, NH_, NH_);
   }
   // Causal: exact zeros above the diagonal; each row a distribution.
   template <class T>
@@ -200,17 +200,17 @@ class GeluCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
+  void fwd(const Ops<T>& ops, Run<T>& r) {
     if (in_place_) {
       std::copy_n(r.in[0].data(), n_, r.out[0].data());
-      cpu::gelu_forward(r.out[0].data(), r.out[0].data(), n_);
+      ops.gelu_forward(r.out[0].data(), r.out[0].data(), n_);
     } else {
-      cpu::gelu_forward(r.out[0].data(), r.in[0].data(), n_);
+      ops.gelu_forward(r.out[0].data(), r.in[0].data(), n_);
     }
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::gelu_backward(r.grad[0].data(), r.in[0].data(), r.dout[0].data(), n_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.gelu_backward(r.grad[0].data(), r.in[0].data(), r.dout[0].data(), n_);
   }
   int n_;
   bool in_place_;
@@ -263,26 +263,25 @@ class CrossEntropyCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
+  void fwd(const Ops<T>& ops, Run<T>& r) {
     T* probs = r.out[1].data();
     if (fwd_in_place_) {
       std::copy_n(r.in[0].data(), size_t(N_) * Vp_, probs);
-      cpu::crossentropy_forward(r.out[0].data(), probs, probs, targets_.data(), N_, V_, Vp_);
+      ops.crossentropy_forward(r.out[0].data(), probs, probs, targets_.data(), N_, V_, Vp_);
     } else {
-      cpu::crossentropy_forward(r.out[0].data(), probs, r.in[0].data(), targets_.data(), N_, V_,
-                                Vp_);
+      ops.crossentropy_forward(r.out[0].data(), probs, r.in[0].data(), targets_.data(), N_, V_,
+                               Vp_);
     }
   }
   template <class T>
-  void bwd(Run<T>& r) {
+  void bwd(const Ops<T>& ops, Run<T>& r) {
     T* dlogits = r.grad[0].data();
     const T* probs = r.out[1].data();
     if (bwd_in_place_) {
       std::copy_n(probs, size_t(N_) * Vp_, dlogits);
       probs = dlogits;
     }
-    cpu::crossentropy_backward(dlogits, probs, targets_.data(), static_cast<T>(scale_), N_, V_,
-                               Vp_);
+    ops.crossentropy_backward(dlogits, probs, targets_.data(), static_cast<T>(scale_), N_, V_, Vp_);
   }
   template <class T>
   void chk(const Run<T>& r) const {
@@ -359,7 +358,7 @@ class OpTest : public ::testing::TestWithParam<CaseEntry> {};
 
 TEST_P(OpTest, GradientsAndFloat) {
   auto c = GetParam().make();
-  run_case(*c);
+  run_case(*c, kernels::cpu_ops());
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpTest, ::testing::ValuesIn(all_cases()),
@@ -374,7 +373,7 @@ TEST(Gelu, MatchesTanhFormula) {
   const size_t n = 2001;
   Guarded<double> x(n, 0.0), y(n, 0.0);
   for (size_t k = 0; k < n; ++k) x[k] = -10.0 + 20.0 * double(k) / (n - 1);
-  cpu::gelu_forward(y.data(), x.data(), n);
+  kernels::cpu_ops_f64().gelu_forward(y.data(), x.data(), n);
   for (size_t k = 0; k < n; ++k) {
     const long double v = x[k];
     const long double ref =
@@ -397,7 +396,7 @@ Guarded<T> exact_values(size_t n, uint64_t seed) {
 }
 
 template <class T>
-void check_elementwise() {
+void check_elementwise(const Ops<T>& ops) {
   for (size_t n : kSizes) {
     const Guarded<T> a = exact_values<T>(n, 1), b = exact_values<T>(n, 2);
     size_t wrong = 0;
@@ -408,19 +407,19 @@ void check_elementwise() {
       Guarded<T> a2 = a, b2 = b;
       const T* pa = mode == 1 ? out.data() : a2.data();
       const T* pb = mode == 2 ? out.data() : b2.data();
-      cpu::add(out.data(), pa, pb, n);
+      ops.add(out.data(), pa, pb, n);
       for (size_t k = 0; k < n; ++k) wrong += out[k] != a[k] + b[k];
       EXPECT_TRUE(out.guards_intact() && a2.guards_intact() && b2.guards_intact());
     }
     EXPECT_EQ(wrong, 0u) << "add, n = " << n;
     Guarded<T> dst = a;
-    cpu::accumulate(dst.data(), b.data(), n);
+    ops.accumulate(dst.data(), b.data(), n);
     wrong = 0;
     for (size_t k = 0; k < n; ++k) wrong += dst[k] != a[k] + b[k];
     EXPECT_EQ(wrong, 0u) << "accumulate, n = " << n;
     EXPECT_TRUE(dst.guards_intact());
     Guarded<T> x = a;
-    cpu::scale(x.data(), T(-0.75), n);
+    ops.scale(x.data(), T(-0.75), n);
     wrong = 0;
     for (size_t k = 0; k < n; ++k) wrong += x[k] != a[k] * T(-0.75);
     EXPECT_EQ(wrong, 0u) << "scale, n = " << n;
@@ -428,19 +427,20 @@ void check_elementwise() {
     // sum_squares: every term and partial sum is a multiple of 1/256 below 2^30: exact.
     double exact = 0;
     for (size_t k = 0; k < n; ++k) exact += double(a[k]) * double(a[k]);
-    EXPECT_EQ(cpu::sum_squares(a.data(), n), exact) << "sum_squares, n = " << n;
+    EXPECT_EQ(ops.sum_squares(a.data(), n), exact) << "sum_squares, n = " << n;
   }
 }
 
 TEST(Elementwise, ExactFloat) {
-  check_elementwise<float>();
+  check_elementwise(kernels::cpu_ops());
 }
 TEST(Elementwise, ExactDouble) {
-  check_elementwise<double>();
+  check_elementwise(kernels::cpu_ops_f64());
 }
 
 TEST(Elementwise, SumSquaresAccurateAndDeterministic) {
   const size_t n = (size_t{1} << 20) + 3;
+  const kernels::OpTable& ops = kernels::cpu_ops();
   Guarded<float> x(n, 0.0f);
   Rng rng(7);
   long double ref = 0;
@@ -448,10 +448,27 @@ TEST(Elementwise, SumSquaresAccurateAndDeterministic) {
     x[k] = static_cast<float>(rng.normal());
     ref += static_cast<long double>(x[k]) * x[k];
   }
-  const double s = cpu::sum_squares(x.data(), n);
+  const double s = ops.sum_squares(x.data(), n);
   // Double accumulation of 1e6 positive terms: relative error <~ 1e6 * 2^-53 ~ 1e-10.
   EXPECT_NEAR(s / static_cast<double>(ref), 1.0, 1e-10);
-  for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(cpu::sum_squares(x.data(), n), s);
+  for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(ops.sum_squares(x.data(), n), s);
+}
+
+// ---- the op tables --------------------------------------------------------------------------
+
+// Every entry of both CPU tables is set (ops_table.cpp also static_asserts it), and
+// first_unset_op() names an entry a table leaves unset (e.g. one a new backend lacks).
+TEST(OpTable, CpuTablesSetEveryEntry) {
+  const char* unset32 = kernels::first_unset_op(kernels::cpu_ops());
+  EXPECT_EQ(unset32, nullptr) << "cpu_ops()." << unset32 << " is unset";
+  const char* unset64 = kernels::first_unset_op(kernels::cpu_ops_f64());
+  EXPECT_EQ(unset64, nullptr) << "cpu_ops_f64()." << unset64 << " is unset";
+  EXPECT_STREQ(kernels::cpu_ops().backend, "cpu");
+  kernels::OpTable partial = kernels::cpu_ops();
+  partial.rope_backward = nullptr;
+  EXPECT_STREQ(kernels::first_unset_op(partial), "rope_backward");
+  partial.encoder_forward = nullptr;
+  EXPECT_STREQ(kernels::first_unset_op(partial), "encoder_forward");
 }
 
 }  // namespace

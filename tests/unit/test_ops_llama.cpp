@@ -1,12 +1,13 @@
-// Table-driven tests of the CPU ops the Llama model adds (kernels/cpu/{rmsnorm,rope,swiglu}.h,
-// grouped-query attention in attention.h, the encoder without position embedding), with the
-// shared driver of tests/unit/op_test_harness.h: finite-difference gradients in double, float
-// vs double, guard bands, unchanged inputs, NaN/Inf, "+=" on pre-filled gradients, assigned
-// outputs fully written, bitwise determinism. The driver checks that each backward matches its
-// forward; every case's check() also compares the forward with a naive long-double reference
-// written from the header's formula (independently of the kernel's loop structure), so that a
-// wrong forward (e.g. interleaved RoPE pairs, a wrong kv head) cannot pass with a matching
-// backward. Direct tests at the end pin the RoPE convention with hand-computed numbers.
+// Table-driven tests of the ops the Llama model adds (kernels/cpu/{rmsnorm,rope,swiglu}.h,
+// grouped-query attention in attention.h, the encoder without position embedding), called
+// through the op tables, with the shared driver of tests/unit/op_test_harness.h:
+// finite-difference gradients on the double CPU table, the float backend under test (the CPU
+// table) vs double, guard bands, unchanged inputs, NaN/Inf, "+=" on pre-filled gradients,
+// assigned outputs fully written, bitwise determinism. The driver checks that each backward
+// matches its forward; every case's check() also compares the forward with a naive long-double
+// reference written from the header's formula (independently of the kernel's loop structure),
+// so that a wrong forward (e.g. interleaved RoPE pairs, a wrong kv head) cannot pass with a
+// matching backward. Direct tests at the end pin the RoPE convention with hand-computed numbers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,18 +21,14 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/encoder.h"
-#include "kernels/cpu/rmsnorm.h"
-#include "kernels/cpu/rope.h"
-#include "kernels/cpu/swiglu.h"
+#include "kernels/ops.h"
 #include "op_test_harness.h"
 
 namespace {
 
 using gossamer::Rng;
 using namespace gossamer::op_test;
-namespace cpu = gossamer::kernels::cpu;
+namespace kernels = gossamer::kernels;
 
 // Forward vs reference: max |got - ref| / (|ref| + rms(ref)) over the tensor. Double runs are
 // the same arithmetic as the reference up to rounding (1e-12 leaves ~1e3 x margin over the
@@ -80,14 +77,14 @@ class RmsNormCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::rmsnorm_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), r.in[1].data(), N_, C_,
-                         eps_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.rmsnorm_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), r.in[1].data(), N_, C_,
+                        eps_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::rmsnorm_backward(r.grad[0].data(), r.grad[1].data(), r.dout[0].data(), r.in[0].data(),
-                          r.in[1].data(), r.out[1].data(), N_, C_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.rmsnorm_backward(r.grad[0].data(), r.grad[1].data(), r.dout[0].data(), r.in[0].data(),
+                         r.in[1].data(), r.out[1].data(), N_, C_);
   }
   // out = x / sqrt(mean(x^2) + eps) * w; rstd = 1 / sqrt(mean(x^2) + eps).
   template <class T>
@@ -137,14 +134,14 @@ class RopeCase : public OpCase {
  private:
   size_t n() const { return size_t(B_) * T_ * stride_; }
   template <class T>
-  void fwd(Run<T>& r) {
+  void fwd(const Ops<T>& ops, Run<T>& r) {
     std::copy_n(r.in[0].data(), n(), r.out[0].data());
-    cpu::rope_forward(r.out[0].data(), B_, T_, NH_, hs_, stride_, double(theta_));
+    ops.rope_forward(r.out[0].data(), B_, T_, NH_, hs_, stride_, double(theta_));
   }
   template <class T>
-  void bwd(Run<T>& r) {
+  void bwd(const Ops<T>& ops, Run<T>& r) {
     std::copy_n(r.dout[0].data(), n(), r.grad[0].data());
-    cpu::rope_backward(r.grad[0].data(), B_, T_, NH_, hs_, stride_, double(theta_));
+    ops.rope_backward(r.grad[0].data(), B_, T_, NH_, hs_, stride_, double(theta_));
   }
   // HF apply_rotary_pos_emb: y = x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1],
   // cos/sin = cat(freqs, freqs), freqs[i] = t / theta^(2i/hs). Columns past the heads: y = x.
@@ -198,12 +195,12 @@ class SwigluCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::swiglu_forward(r.out[0].data(), r.in[0].data(), N_, F_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.swiglu_forward(r.out[0].data(), r.in[0].data(), N_, F_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::swiglu_backward(r.grad[0].data(), r.dout[0].data(), r.in[0].data(), N_, F_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.swiglu_backward(r.grad[0].data(), r.dout[0].data(), r.in[0].data(), N_, F_);
   }
   template <class T>
   void chk(const Run<T>& r) const {
@@ -258,14 +255,13 @@ class GqaAttentionCase : public OpCase {
   size_t ld() const { return size_t(NH_ + 2 * NKV_) * hs_; }
   size_t att_n() const { return size_t(B_) * NH_ * T_ * T_; }
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C(), NH_,
-                           NKV_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.attention_forward(r.out[0].data(), r.out[1].data(), r.in[0].data(), B_, T_, C(), NH_, NKV_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::attention_backward(r.grad[0].data(), r.work[0].data(), r.dout[0].data(), r.in[0].data(),
-                            r.out[1].data(), B_, T_, C(), NH_, NKV_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.attention_backward(r.grad[0].data(), r.work[0].data(), r.dout[0].data(), r.in[0].data(),
+                           r.out[1].data(), B_, T_, C(), NH_, NKV_);
   }
   // Reference: HF repeat_kv (kv head g serves query heads g*group .. (g+1)*group-1), causal
   // softmax(q k^T / sqrt(hs)) v, in long double. Also: exact zeros above the diagonal.
@@ -331,14 +327,12 @@ class EncoderNoPositionCase : public OpCase {
 
  private:
   template <class T>
-  void fwd(Run<T>& r) {
-    cpu::encoder_forward(r.out[0].data(), tokens_.data(), r.in[0].data(), static_cast<T*>(nullptr),
-                         B_, T_, C_);
+  void fwd(const Ops<T>& ops, Run<T>& r) {
+    ops.encoder_forward(r.out[0].data(), tokens_.data(), r.in[0].data(), nullptr, B_, T_, C_);
   }
   template <class T>
-  void bwd(Run<T>& r) {
-    cpu::encoder_backward(r.grad[0].data(), static_cast<T*>(nullptr), r.dout[0].data(),
-                          tokens_.data(), B_, T_, C_);
+  void bwd(const Ops<T>& ops, Run<T>& r) {
+    ops.encoder_backward(r.grad[0].data(), nullptr, r.dout[0].data(), tokens_.data(), B_, T_, C_);
   }
   // out is exactly the token's row.
   template <class T>
@@ -403,7 +397,7 @@ class LlamaOpTest : public ::testing::TestWithParam<CaseEntry> {};
 
 TEST_P(LlamaOpTest, GradientsAndFloat) {
   auto c = GetParam().make();
-  run_case(*c);
+  run_case(*c, kernels::cpu_ops());
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaOps, LlamaOpTest, ::testing::ValuesIn(all_cases()),
@@ -416,21 +410,22 @@ INSTANTIATE_TEST_SUITE_P(LlamaOps, LlamaOpTest, ::testing::ValuesIn(all_cases())
 // rotate_half pairs element i with i + hs/2 (interleaved RoPE would pair i with i + 1).
 // hs = 4, theta = 100: inv_freq = {1, 100^(-1/2) = 0.1}.
 TEST(Rope, RotateHalfConventionByHand) {
+  const Ops<double>& ops = kernels::cpu_ops_f64();
   const int hs = 4;
   // position 1, x = e_0: pair (0, 2) rotates by angle 1.
   std::vector<double> x = {0, 0, 0, 0, 1, 0, 0, 0};  // (B=1, T=2, hs), row 1 = e_0
-  cpu::rope_forward(x.data(), 1, 2, 1, hs, hs, 100.0);
+  ops.rope_forward(x.data(), 1, 2, 1, hs, hs, 100.0);
   const double expect1[8] = {0, 0, 0, 0, std::cos(1.0), 0, std::sin(1.0), 0};
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(x[i], expect1[i], 1e-15) << i;
   // position 2, x = e_1: pair (1, 3) rotates by angle 2 * 0.1.
   std::vector<double> y(12, 0.0);
   y[8 + 1] = 1;
-  cpu::rope_forward(y.data(), 1, 3, 1, hs, hs, 100.0);
+  ops.rope_forward(y.data(), 1, 3, 1, hs, hs, 100.0);
   const double expect2[4] = {0, std::cos(0.2), 0, std::sin(0.2)};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[8 + i], expect2[i], 1e-15) << i;
   for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], 0.0);
   // The backward undoes the forward (a rotation's inverse is its transpose).
-  cpu::rope_backward(y.data(), 1, 3, 1, hs, hs, 100.0);
+  ops.rope_backward(y.data(), 1, 3, 1, hs, hs, 100.0);
   EXPECT_NEAR(y[9], 1.0, 1e-15);
   EXPECT_NEAR(y[11], 0.0, 1e-15);
 }
@@ -445,7 +440,7 @@ TEST(Rope, EveryBatchRowUsesItsOwnPosition) {
       const float v = static_cast<float>(rng.normal());
       for (int b = 0; b < B; ++b) x[(size_t(b) * T + t) * stride + c] = v;
     }
-  cpu::rope_forward(x.data(), B, T, H, hs, stride, 10000.0);
+  kernels::cpu_ops().rope_forward(x.data(), B, T, H, hs, stride, 10000.0);
   for (int b = 1; b < B; ++b)
     EXPECT_EQ(std::memcmp(&x[0], &x[size_t(b) * T * stride], sizeof(float) * T * stride), 0);
 }

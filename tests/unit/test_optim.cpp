@@ -1,5 +1,6 @@
 // AdamW against values computed by hand from the update formula, weight decay only on
-// linear-layer matrices, the registry, and the fused CPU update vs a double reference.
+// linear-layer matrices, the registry, and the fused CPU update (called through the op table,
+// kernels::cpu_ops()) vs a double reference; the same for AdamS.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/cpu/adams.h"
-#include "kernels/cpu/adamw.h"
 #include "kernels/ops.h"
 #include "model/param_layout.h"
 #include "optim/optimizer.h"
@@ -46,7 +45,9 @@ model::ParamLayout small_layout() {
 TEST(AdamW, FirstStepMovesEachCoordinateByLrTimesSign) {
   // At t = 1, mhat = g and vhat = g^2, so the step is lr * g / (|g| + eps) = lr * sign(g).
   float p[4] = {1, 1, 1, 1}, g[4] = {0.5f, -2.0f, 1e-3f, -7.0f}, m[4] = {}, v[4] = {};
-  kernels::cpu::adamw_update(p, g, m, v, 4, 0.1f, 0.9f, 0.95f, 1e-12f, 0.0f, 1);
+  kernels::cpu_ops().adamw_update(
+      p, g, m, v, 4,
+      {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-12f, .weight_decay = 0.0f, .t = 1});
   EXPECT_NEAR(p[0], 0.9f, 1e-6);
   EXPECT_NEAR(p[1], 1.1f, 1e-6);
   EXPECT_NEAR(p[2], 0.9f, 1e-6);
@@ -62,8 +63,9 @@ TEST(AdamW, MatchesTheScalarReferenceOverManySteps) {
   for (int i = 0; i < n; ++i) p[i] = pr[i] = std::sin(i * 0.37);
   for (int t = 1; t <= 20; ++t) {
     for (int i = 0; i < n; ++i) g[i] = float(std::cos(i * 0.11 + t) * (1 + i % 7));
-    kernels::cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f,
-                               0.1f, t);
+    kernels::cpu_ops().adamw_update(
+        p.data(), g.data(), m.data(), v.data(), n,
+        {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .t = t});
     for (int i = 0; i < n; ++i) adamw_ref(pr[i], g[i], mr[i], vr[i], 1e-2, 0.9, 0.95, 1e-8, 0.1, t);
   }
   for (int i = 0; i < n; ++i) ASSERT_NEAR(p[i], pr[i], 2e-6) << i;
@@ -130,7 +132,15 @@ void adams_ref(double& p, double g, double& m, double lr, double b1, double b2, 
 TEST(AdamS, FirstStepIsLrOverSqrtOneMinusBeta2TimesSign) {
   // Code form, m_0 = 0: den = sqrt(1 - b2)|g|, m_1 / c_1 = g, so the step is lr / sqrt(1 - b2).
   float p[3] = {1, 1, 1}, g[3] = {0.5f, -2.0f, 3e-3f}, m[3] = {};
-  kernels::cpu::adams_update(p, g, m, 3, 0.1f, 0.9f, 0.95f, 1e-12f, 0.0f, 1, true);
+  const kernels::OpTable& ops = kernels::cpu_ops();
+  ops.adams_update(p, g, m, 3,
+                   {.lr = 0.1f,
+                    .beta1 = 0.9f,
+                    .beta2 = 0.95f,
+                    .eps = 1e-12f,
+                    .weight_decay = 0.0f,
+                    .t = 1,
+                    .code_form = true});
   const double step = 0.1 / std::sqrt(0.05);
   EXPECT_NEAR(p[0], 1 - step, 1e-5);
   EXPECT_NEAR(p[1], 1 + step, 1e-5);
@@ -138,7 +148,14 @@ TEST(AdamS, FirstStepIsLrOverSqrtOneMinusBeta2TimesSign) {
   EXPECT_NEAR(m[1], -0.2f, 1e-7);
   // Paper form: no bias correction, the first step is lr (1 - b1) / sqrt(1 - b2).
   float q[1] = {1}, h[1] = {0.5f}, n[1] = {};
-  kernels::cpu::adams_update(q, h, n, 1, 0.1f, 0.9f, 0.95f, 1e-12f, 0.0f, 1, false);
+  ops.adams_update(q, h, n, 1,
+                   {.lr = 0.1f,
+                    .beta1 = 0.9f,
+                    .beta2 = 0.95f,
+                    .eps = 1e-12f,
+                    .weight_decay = 0.0f,
+                    .t = 1,
+                    .code_form = false});
   EXPECT_NEAR(q[0], 1 - 0.1 * 0.1 / std::sqrt(0.05), 1e-6);
 }
 
@@ -150,8 +167,14 @@ TEST(AdamS, MatchesTheScalarReferenceInBothForms) {
     for (int i = 0; i < n; ++i) p[i] = pr[i] = std::sin(i * 0.37);
     for (int t = 1; t <= 20; ++t) {
       for (int i = 0; i < n; ++i) g[i] = float(std::cos(i * 0.11 + t) * (1 + i % 7));
-      kernels::cpu::adams_update(p.data(), g.data(), m.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                                 t, code_form);
+      kernels::cpu_ops().adams_update(p.data(), g.data(), m.data(), n,
+                                      {.lr = 1e-2f,
+                                       .beta1 = 0.9f,
+                                       .beta2 = 0.95f,
+                                       .eps = 1e-8f,
+                                       .weight_decay = 0.1f,
+                                       .t = t,
+                                       .code_form = code_form});
       for (int i = 0; i < n; ++i)
         adams_ref(pr[i], g[i], mr[i], 1e-2, 0.9, 0.95, 1e-8, 0.1, t, code_form);
     }
@@ -176,8 +199,14 @@ TEST(AdamS, EachCoordinateMovesAtMostAbout1_03Lr) {
         g[i] = float((u < 0.5 ? -1 : 1) * std::pow(10.0, 6 * u - 3));
       }
       std::vector<float> before = p;
-      kernels::cpu::adams_update(p.data(), g.data(), m.data(), n, float(lr), 0.9f, 0.95f, 1e-12f,
-                                 0.0f, t, code_form);
+      kernels::cpu_ops().adams_update(p.data(), g.data(), m.data(), n,
+                                      {.lr = float(lr),
+                                       .beta1 = 0.9f,
+                                       .beta2 = 0.95f,
+                                       .eps = 1e-12f,
+                                       .weight_decay = 0.0f,
+                                       .t = t,
+                                       .code_form = code_form});
       if (code_form && t < 100) continue;  // bias factor 1/(1 - 0.9^t) still above 1
       for (int i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(p[i]) - before[i]));
     }

@@ -1,0 +1,33 @@
+// AdamStep: the hyper-parameters of one Adam-family update, the last argument of the optimizer
+// ops (adamw_update, adams_update, adams_update_indexed, adams_update_from_momentum; kernels/ops.h,
+// formulas in kernels/cpu/adamw.h and kernels/cpu/adams.h). One struct instead of a tail of
+// same-typed scalars, so that call sites name every value (designated initialisers) and two of
+// them cannot be swapped silently.
+// Invariant: the fields without a default must be given by every caller (-Wextra warns on a
+// designated initialiser that omits one; -Werror builds reject it); the defaulted ones are read
+// only by some ops, as listed per field.
+#pragma once
+
+#include <cstdint>
+
+namespace gossamer::kernels {
+
+// Read by every op: lr, beta1, beta2, eps, weight_decay, t.
+struct AdamStep {
+  float lr;     // learning rate of this update (schedule applied)
+  float beta1;  // momentum decay
+  float beta2;  // second-moment decay (AdamW: of v; AdamS: of the normaliser)
+  float eps;    // added to the denominator
+  // Decoupled decay, param *= 1 - lr * weight_decay: on all n coordinates (adamw_update,
+  // adams_update), where decay[i] != 0 (adams_update_indexed, adams_update_from_momentum).
+  float weight_decay;
+  int64_t t;  // 1-based update count (bias correction; catch-up gaps)
+  // AdamS bias-corrected "code" form (false: the paper form, c = 1). Read by the three adams_*
+  // ops, not by adamw_update (AdamW always corrects both moments).
+  bool code_form = true;
+  // At most this many missed steps applied at once (values < 1 count as 1). Read by
+  // adams_update_from_momentum only.
+  int catch_up_max = 1;
+};
+
+}  // namespace gossamer::kernels
