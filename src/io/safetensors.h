@@ -5,7 +5,9 @@
 // (dtype, shape, sizes, bounds, and that the tensors tile the buffer exactly with no overlap
 // and no gap, as the reference implementation requires), so accessors never see bad data.
 // SafetensorsWriter never leaves a partial file under the final path: it writes through
-// io::AtomicFile (temporary sibling, fsync, rename, directory fsync).
+// io::AtomicFile (temporary sibling, fsync, rename, directory fsync). Implemented in
+// safetensors.cpp (dtypes, shapes), safetensors_header.cpp (header validation),
+// safetensors_reader.cpp and safetensors_writer.cpp.
 #pragma once
 
 #include <cstddef>

@@ -202,50 +202,57 @@ std::string sweep_sbatch_script(const SweepSpec& spec, const std::string& points
   return s;
 }
 
-int run_sweep(const SweepSpec& spec, const SweepOptions& options) {
-  if (options.summarize_only) {
-    write_sweep_summary(spec);
-    return 0;
-  }
-  check_sweep_data(spec);
-  const SweepLauncher& l = spec.launcher;
-  if (l.kind == SweepLauncherKind::MPIRUN)
+namespace {
+
+size_t count_to_run(const std::vector<SweepPlanItem>& plan) {
+  size_t n = 0;
+  for (const auto& item : plan) n += item.action != SweepAction::SKIP;
+  return n;
+}
+
+void check_mpirun_found(const SweepSpec& spec) {
+  if (spec.launcher.kind == SweepLauncherKind::MPIRUN)
     GOSSAMER_CHECK(!find_in_path("mpirun").empty(),
                    "%s: launcher.kind \"mpirun\": mpirun not found in PATH (Open MPI; "
                    "scripts/install-deps.sh installs it)",
                    spec.source.c_str());
-  const std::vector<SweepPlanItem> plan = plan_sweep(spec, self_executable());
-  size_t to_run = 0;
-  for (const auto& item : plan) to_run += item.action != SweepAction::SKIP;
-  const bool slurm = l.kind == SweepLauncherKind::SLURM;
-  if (slurm) {
-    const std::string out = fs::absolute(spec.out).string(), cwd = fs::current_path().string();
-    GOSSAMER_CHECK(out.find_first_of(" \t\n") == std::string::npos &&
-                       cwd.find_first_of(" \t\n") == std::string::npos,
-                   "launcher.kind \"slurm\": the output directory %s and the working directory "
-                   "%s must not contain whitespace (#SBATCH lines cannot quote)",
-                   out.c_str(), cwd.c_str());
-  }
+}
 
-  const std::string ranks =
-      l.kind == SweepLauncherKind::PLAIN ? "" : strprintf(" with %d rank(s)", l.ranks);
-  if (options.dry_run) {
-    std::printf("sweep %s: %zu point(s), %zu to run; launcher %s%s; out %s\n", spec.name.c_str(),
-                spec.points.size(), to_run, sweep_launcher_name(l.kind), ranks.c_str(),
-                spec.out.c_str());
-    for (size_t i = 0; i < plan.size(); ++i) {
-      std::printf("%s: %s (%s)\n", spec.points[i].name.c_str(), action_name(plan[i].action),
-                  plan[i].reason.c_str());
-      if (plan[i].action != SweepAction::SKIP)
-        std::printf("  %s\n", shell_join(plan[i].argv).c_str());
-    }
-    if (slurm && to_run > 0)
-      std::printf("would write %s/sweep.sbatch (array 0-%zu) and %s/points.txt\n", spec.out.c_str(),
-                  to_run - 1, spec.out.c_str());
-    return 0;
-  }
+// #SBATCH lines cannot quote, so the Slurm paths must not contain whitespace.
+void check_slurm_paths(const SweepSpec& spec) {
+  const std::string out = fs::absolute(spec.out).string(), cwd = fs::current_path().string();
+  GOSSAMER_CHECK(out.find_first_of(" \t\n") == std::string::npos &&
+                     cwd.find_first_of(" \t\n") == std::string::npos,
+                 "launcher.kind \"slurm\": the output directory %s and the working directory "
+                 "%s must not contain whitespace (#SBATCH lines cannot quote)",
+                 out.c_str(), cwd.c_str());
+}
 
-  // Every point's directory and resolved config, before any launch.
+// " with N rank(s)" unless the launcher is plain.
+std::string ranks_text(const SweepLauncher& l) {
+  return l.kind == SweepLauncherKind::PLAIN ? "" : strprintf(" with %d rank(s)", l.ranks);
+}
+
+// --dry-run: the plan and every launch command on stdout.
+void print_dry_run(const SweepSpec& spec, const std::vector<SweepPlanItem>& plan, size_t to_run) {
+  const SweepLauncher& l = spec.launcher;
+  std::printf("sweep %s: %zu point(s), %zu to run; launcher %s%s; out %s\n", spec.name.c_str(),
+              spec.points.size(), to_run, sweep_launcher_name(l.kind), ranks_text(l).c_str(),
+              spec.out.c_str());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    std::printf("%s: %s (%s)\n", spec.points[i].name.c_str(), action_name(plan[i].action),
+                plan[i].reason.c_str());
+    if (plan[i].action != SweepAction::SKIP)
+      std::printf("  %s\n", shell_join(plan[i].argv).c_str());
+  }
+  if (l.kind == SweepLauncherKind::SLURM && to_run > 0)
+    std::printf("would write %s/sweep.sbatch (array 0-%zu) and %s/points.txt\n", spec.out.c_str(),
+                to_run - 1, spec.out.c_str());
+}
+
+// Creates OUT and every point directory to run, clears what a restart replaces, and writes each
+// one's resolved config (point.json), before any launch.
+void prepare_point_dirs(const SweepSpec& spec, const std::vector<SweepPlanItem>& plan) {
   std::error_code ec;
   fs::create_directories(spec.out, ec);
   GOSSAMER_CHECK(!ec && fs::is_directory(spec.out), "cannot create sweep directory %s: %s",
@@ -260,112 +267,122 @@ int run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         fs::remove_all(dir / f, ec);
     write_text(dir / "point.json", spec.points[i].config.dump(2) + "\n");
   }
-  log_info("sweep %s: %zu point(s), %zu to run; launcher %s%s; out %s", spec.name.c_str(),
-           spec.points.size(), to_run, sweep_launcher_name(l.kind), ranks.c_str(),
-           spec.out.c_str());
+}
 
-  if (slurm) {
+// The slurm launcher: writes OUT/points.txt and OUT/sweep.sbatch for the points to run (removes
+// them when none is left) and the summary of what is on disk. Returns the exit status (0).
+int write_slurm_job(const SweepSpec& spec, const std::vector<SweepPlanItem>& plan, size_t to_run) {
+  for (size_t i = 0; i < plan.size(); ++i)
+    log_info("sweep: %s: %s (%s)", spec.points[i].name.c_str(),
+             plan[i].action == SweepAction::SKIP ? "skipped" : action_name(plan[i].action),
+             plan[i].reason.c_str());
+  const fs::path out = fs::absolute(spec.out).lexically_normal();
+  const fs::path sbatch = out / "sweep.sbatch", points_txt = out / "points.txt";
+  std::error_code ec;
+  if (to_run == 0) {
+    fs::remove(sbatch, ec);
+    fs::remove(points_txt, ec);
+    log_info("sweep: every point is finished; nothing to submit");
+  } else {
+    std::string lines;
     for (size_t i = 0; i < plan.size(); ++i)
-      log_info("sweep: %s: %s (%s)", spec.points[i].name.c_str(),
-               plan[i].action == SweepAction::SKIP ? "skipped" : action_name(plan[i].action),
-               plan[i].reason.c_str());
-    const fs::path out = fs::absolute(spec.out).lexically_normal();
-    const fs::path sbatch = out / "sweep.sbatch", points_txt = out / "points.txt";
-    if (to_run == 0) {
-      fs::remove(sbatch, ec);
-      fs::remove(points_txt, ec);
-      log_info("sweep: every point is finished; nothing to submit");
-    } else {
-      std::string lines;
-      for (size_t i = 0; i < plan.size(); ++i)
-        if (plan[i].action != SweepAction::SKIP)
-          lines += spec.points[i].name + " " + shell_join(plan[i].train_argv) + "\n";
-      write_text(points_txt, lines);
-      write_text(sbatch, sweep_sbatch_script(spec, points_txt.string(), to_run,
-                                             fs::current_path().string()));
-      fs::permissions(sbatch, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add,
-                      ec);
-      log_info("sweep: wrote %s (array of %zu task(s), %d rank(s) each) and %s", sbatch.c_str(),
-               to_run, l.ranks, points_txt.c_str());
-      log_info(
-          "sweep: submit with `sbatch %s`; when the job is done, run this sweep again to "
-          "summarise (finished points are skipped)",
-          sbatch.c_str());
-    }
-    write_sweep_summary(spec);
-    return 0;
+      if (plan[i].action != SweepAction::SKIP)
+        lines += spec.points[i].name + " " + shell_join(plan[i].train_argv) + "\n";
+    write_text(points_txt, lines);
+    write_text(sbatch,
+               sweep_sbatch_script(spec, points_txt.string(), to_run, fs::current_path().string()));
+    fs::permissions(sbatch, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add,
+                    ec);
+    log_info("sweep: wrote %s (array of %zu task(s), %d rank(s) each) and %s", sbatch.c_str(),
+             to_run, spec.launcher.ranks, points_txt.c_str());
+    log_info(
+        "sweep: submit with `sbatch %s`; when the job is done, run this sweep again to "
+        "summarise (finished points are skipped)",
+        sbatch.c_str());
   }
-
-  SweepSignalGuard guard;
-  std::vector<std::string> failed;
-  bool interrupted = false;
-  size_t launched = 0;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    const SweepPoint& p = spec.points[i];
-    const SweepPlanItem& item = plan[i];
-    if (item.action == SweepAction::SKIP) {
-      log_info("sweep: %s: skipped (%s)", p.name.c_str(), item.reason.c_str());
-      continue;
-    }
-    if (SweepSignalGuard::interrupted()) {
-      interrupted = true;
-      break;
-    }
-    ++launched;
-    const fs::path dir = p.dir, log = dir / "train.log", status = dir / "sweep_status.json";
-    fs::remove(status, ec);
-    log_info("sweep: [%zu/%zu] %s: %s (%s); output in %s", launched, to_run, p.name.c_str(),
-             action_name(item.action), item.reason.c_str(), log.c_str());
-    {
-      std::ofstream header(log, std::ios::app);
-      header << "# gossamer sweep " << now_utc() << ": " << shell_join(item.argv) << "\n";
-    }
-    Stopwatch clock;
-    ProcessExit e;
-    std::string start_error;
-    try {
-      e = wait_process(spawn_process(item.argv, log.string(), /*new_group=*/true));
-    } catch (const Error& err) {
-      start_error = err.what();
-      e.code = 127;
-    }
-    const double wall = clock.seconds();
-    const PointState st = inspect_point(p, {});
-    std::string outcome = "finished";
-    if (!st.finished || !e.ok())
-      outcome = (e.code == 130 || SweepSignalGuard::interrupted()) ? "interrupted" : "failed";
-    json record = {
-        {"status", outcome},    {"exit", start_error.empty() ? e.describe() : start_error},
-        {"exit_code", e.code},  {"signal", e.signal},
-        {"wall_s", wall},       {"action", action_name(item.action)},
-        {"command", item.argv}, {"ended", now_utc()}};
-    write_text(status, record.dump(2) + "\n");
-    if (outcome == "finished") {
-      const auto& m = st.metrics;
-      log_info("sweep: %s: finished in %s; loss %.4f at step %lld%s", p.name.c_str(),
-               format_seconds(wall).c_str(), m.losses.empty() ? 0.0 : m.losses.back(),
-               (long long)p.steps,
-               m.val_step >= 0 ? strprintf(", val loss %.4f", m.val_loss).c_str() : "");
-      continue;
-    }
-    if (outcome == "interrupted") {
-      log_warn("sweep: %s: interrupted (%s) after %s", p.name.c_str(), e.describe().c_str(),
-               format_seconds(wall).c_str());
-      interrupted = true;
-      break;
-    }
-    failed.push_back(p.name);
-    const std::string why =
-        !start_error.empty() ? start_error
-        : e.ok() ? strprintf("exit 0 but no checkpoint at step %lld with its metrics line",
-                             (long long)p.steps)
-                 : e.describe();
-    log_error("sweep: %s: FAILED (%s) after %s; last lines of %s:", p.name.c_str(), why.c_str(),
-              format_seconds(wall).c_str(), log.c_str());
-    for (const auto& line : tail_lines(log, 12)) std::fprintf(stderr, "    | %s\n", line.c_str());
-  }
-
   write_sweep_summary(spec);
+  return 0;
+}
+
+struct Launch {
+  ProcessExit exit;
+  std::string start_error;  // the child could not be started ("" when it was)
+  double wall_s = 0;
+};
+
+// Runs one point's command to the end, output appended to `log` after a header line.
+Launch launch_point(const SweepPlanItem& item, const fs::path& log) {
+  {
+    std::ofstream header(log, std::ios::app);
+    header << "# gossamer sweep " << now_utc() << ": " << shell_join(item.argv) << "\n";
+  }
+  Launch r;
+  Stopwatch clock;
+  try {
+    r.exit = wait_process(spawn_process(item.argv, log.string(), /*new_group=*/true));
+  } catch (const Error& err) {
+    r.start_error = err.what();
+    r.exit.code = 127;
+  }
+  r.wall_s = clock.seconds();
+  return r;
+}
+
+void log_point_failure(const SweepPoint& p, const Launch& r, const fs::path& log) {
+  const ProcessExit& e = r.exit;
+  const std::string why =
+      !r.start_error.empty() ? r.start_error
+      : e.ok() ? strprintf("exit 0 but no checkpoint at step %lld with its metrics line",
+                           (long long)p.steps)
+               : e.describe();
+  log_error("sweep: %s: FAILED (%s) after %s; last lines of %s:", p.name.c_str(), why.c_str(),
+            format_seconds(r.wall_s).c_str(), log.c_str());
+  for (const auto& line : tail_lines(log, 12)) std::fprintf(stderr, "    | %s\n", line.c_str());
+}
+
+enum class PointOutcome { FINISHED, INTERRUPTED, FAILED };
+
+// Launches point `p` (the `launched`-th of `to_run`), records the outcome in
+// OUT/POINT/sweep_status.json and logs it.
+PointOutcome run_point(const SweepPoint& p, const SweepPlanItem& item, size_t launched,
+                       size_t to_run) {
+  const fs::path dir = p.dir, log = dir / "train.log", status = dir / "sweep_status.json";
+  std::error_code ec;
+  fs::remove(status, ec);
+  log_info("sweep: [%zu/%zu] %s: %s (%s); output in %s", launched, to_run, p.name.c_str(),
+           action_name(item.action), item.reason.c_str(), log.c_str());
+  const Launch r = launch_point(item, log);
+  const ProcessExit& e = r.exit;
+  const PointState st = inspect_point(p, {});
+  std::string outcome = "finished";
+  if (!st.finished || !e.ok())
+    outcome = (e.code == 130 || SweepSignalGuard::interrupted()) ? "interrupted" : "failed";
+  json record = {
+      {"status", outcome},    {"exit", r.start_error.empty() ? e.describe() : r.start_error},
+      {"exit_code", e.code},  {"signal", e.signal},
+      {"wall_s", r.wall_s},   {"action", action_name(item.action)},
+      {"command", item.argv}, {"ended", now_utc()}};
+  write_text(status, record.dump(2) + "\n");
+  if (outcome == "finished") {
+    const auto& m = st.metrics;
+    log_info("sweep: %s: finished in %s; loss %.4f at step %lld%s", p.name.c_str(),
+             format_seconds(r.wall_s).c_str(), m.losses.empty() ? 0.0 : m.losses.back(),
+             (long long)p.steps,
+             m.val_step >= 0 ? strprintf(", val loss %.4f", m.val_loss).c_str() : "");
+    return PointOutcome::FINISHED;
+  }
+  if (outcome == "interrupted") {
+    log_warn("sweep: %s: interrupted (%s) after %s", p.name.c_str(), e.describe().c_str(),
+             format_seconds(r.wall_s).c_str());
+    return PointOutcome::INTERRUPTED;
+  }
+  log_point_failure(p, r, log);
+  return PointOutcome::FAILED;
+}
+
+// The closing message and the exit status: 130 interrupted, 1 some point failed, 0 all done.
+int report_sweep_end(const SweepSpec& spec, const std::vector<std::string>& failed,
+                     bool interrupted) {
   if (interrupted) {
     log_warn(
         "sweep: interrupted; run the same command again to continue (finished points are "
@@ -387,6 +404,59 @@ int run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   log_info("sweep: all %zu point(s) finished; summary in %s/summary.md", spec.points.size(),
            spec.out.c_str());
   return 0;
+}
+
+// Runs the points to run one after another (a failure does not stop the others, a signal
+// does), then writes the summary. Returns the exit status.
+int run_points(const SweepSpec& spec, const std::vector<SweepPlanItem>& plan, size_t to_run) {
+  SweepSignalGuard guard;
+  std::vector<std::string> failed;
+  bool interrupted = false;
+  size_t launched = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const SweepPoint& p = spec.points[i];
+    if (plan[i].action == SweepAction::SKIP) {
+      log_info("sweep: %s: skipped (%s)", p.name.c_str(), plan[i].reason.c_str());
+      continue;
+    }
+    if (SweepSignalGuard::interrupted()) {
+      interrupted = true;
+      break;
+    }
+    const PointOutcome outcome = run_point(p, plan[i], ++launched, to_run);
+    if (outcome == PointOutcome::INTERRUPTED) {
+      interrupted = true;
+      break;
+    }
+    if (outcome == PointOutcome::FAILED) failed.push_back(p.name);
+  }
+  write_sweep_summary(spec);
+  return report_sweep_end(spec, failed, interrupted);
+}
+
+}  // namespace
+
+int run_sweep(const SweepSpec& spec, const SweepOptions& options) {
+  if (options.summarize_only) {
+    write_sweep_summary(spec);
+    return 0;
+  }
+  // Everything that can be refused is checked before anything is written.
+  check_sweep_data(spec);
+  check_mpirun_found(spec);
+  const std::vector<SweepPlanItem> plan = plan_sweep(spec, self_executable());
+  const size_t to_run = count_to_run(plan);
+  const bool slurm = spec.launcher.kind == SweepLauncherKind::SLURM;
+  if (slurm) check_slurm_paths(spec);
+  if (options.dry_run) {
+    print_dry_run(spec, plan, to_run);
+    return 0;
+  }
+  prepare_point_dirs(spec, plan);
+  log_info("sweep %s: %zu point(s), %zu to run; launcher %s%s; out %s", spec.name.c_str(),
+           spec.points.size(), to_run, sweep_launcher_name(spec.launcher.kind),
+           ranks_text(spec.launcher).c_str(), spec.out.c_str());
+  return slurm ? write_slurm_job(spec, plan, to_run) : run_points(spec, plan, to_run);
 }
 
 }  // namespace gossamer::sweep

@@ -183,6 +183,310 @@ struct PointTemplate {
   std::string where;  // "points[1]"
 };
 
+// "grid": each key with its values, in the order written.
+using SweepGrid = std::vector<std::pair<std::string, std::vector<json>>>;
+
+// "base": a run config path (relative to the sweep file's directory) or an inline config object.
+// The base must parse as a run config on its own (unknown keys are named in its own file).
+json read_base(const ordered_json& j, const std::string& base_dir) {
+  GOSSAMER_CHECK(j.contains("base"),
+                 "base: missing (a run config path, relative to the sweep file, or an inline "
+                 "config object)");
+  json base;
+  std::string base_where = "base";
+  if (j["base"].is_string()) {
+    fs::path p = j["base"].get<std::string>();
+    if (p.is_relative()) p = fs::path(base_dir) / p;
+    std::ifstream in(p);
+    GOSSAMER_CHECK(in.good(), "base: cannot open config file %s", p.string().c_str());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      base = json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+      fail("base: %s: not valid JSON: %s", p.string().c_str(), e.what());
+    }
+    base_where = "base " + p.string();
+  } else {
+    GOSSAMER_CHECK(j["base"].is_object(),
+                   "base: expected a config file path or a config object, found %s",
+                   kind_of(j["base"]));
+    base = to_plain(j["base"]);
+  }
+  GOSSAMER_CHECK(base.is_object(), "%s: expected a JSON object at the top level",
+                 base_where.c_str());
+  train::parse_run_config(base, base_where);
+  return base;
+}
+
+// "grid": {"section.key": [values...]}, keys checked, values scalars.
+SweepGrid read_grid(const ordered_json& g, const ConfigKeys& keys) {
+  GOSSAMER_CHECK(g.is_object() && !g.empty(),
+                 "grid: expected a non-empty object of \"section.key\": [values...], found %s",
+                 g.is_object() ? "an empty object" : kind_of(g));
+  SweepGrid grid;
+  for (const auto& [key, values] : g.items()) {
+    const std::string path = "grid." + key;
+    keys.check(key, path);
+    GOSSAMER_CHECK(values.is_array() && !values.empty(),
+                   "%s: expected a non-empty array of values, found %s", path.c_str(),
+                   values.is_array() ? "an empty array" : kind_of(values));
+    std::vector<json> vs;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const ordered_json& v = values[i];
+      GOSSAMER_CHECK(!v.is_null() && !v.is_object() && !v.is_array(),
+                     "%s[%zu]: expected a value (string, number or boolean), found %s",
+                     path.c_str(), i, kind_of(v));
+      vs.push_back(to_plain(v));
+    }
+    grid.emplace_back(key, std::move(vs));
+  }
+  return grid;
+}
+
+// points[i]: {"name", "set"}; a key may be set here or in the grid, not both.
+PointTemplate read_point_template(const ordered_json& p, size_t i, const SweepGrid& grid,
+                                  const ConfigKeys& keys) {
+  PointTemplate t;
+  t.where = "points[" + std::to_string(i) + "]";
+  GOSSAMER_CHECK(p.is_object(), "%s: expected an object {\"name\", \"set\"}, found %s",
+                 t.where.c_str(), kind_of(p));
+  check_keys(p, t.where, {"name", "set"});
+  if (p.contains("name"))
+    t.name = check_name(get_string(p["name"], t.where + ".name"), t.where + ".name");
+  if (p.contains("set")) t.set = read_overrides(p["set"], t.where + ".set", keys);
+  for (const auto& [key, value] : t.set)
+    for (const auto& [gkey, values] : grid)
+      GOSSAMER_CHECK(key != gkey, "%s.set.%s: also a grid key (set it in one place)",
+                     t.where.c_str(), key.c_str());
+  return t;
+}
+
+// "points", or one unnamed template without overrides when absent.
+std::vector<PointTemplate> read_point_templates(const ordered_json& j, const SweepGrid& grid,
+                                                const ConfigKeys& keys) {
+  if (!j.contains("points")) return {PointTemplate{}};
+  const ordered_json& ps = j["points"];
+  GOSSAMER_CHECK(ps.is_array() && !ps.empty(),
+                 "points: expected a non-empty array of {\"name\", \"set\"} objects, found %s",
+                 ps.is_array() ? "an empty array" : kind_of(ps));
+  std::vector<PointTemplate> templates;
+  for (size_t i = 0; i < ps.size(); ++i)
+    templates.push_back(read_point_template(ps[i], i, grid, keys));
+  return templates;
+}
+
+// Keys the points differ in: those of the points' "set" (first appearance), then the grid's.
+std::vector<std::string> varied_keys(const std::vector<PointTemplate>& templates,
+                                     const SweepGrid& grid) {
+  std::vector<std::string> out;
+  for (const auto& t : templates)
+    for (const auto& [key, value] : t.set)
+      if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  for (const auto& [key, values] : grid) out.push_back(key);
+  return out;
+}
+
+// Describes overrides for point names and messages ("lr=0.001,zero_stage=1"): a key is shown by
+// its last component unless another varied key shares that component.
+class OverrideNamer {
+ public:
+  explicit OverrideNamer(const std::vector<std::string>& varied) {
+    for (const auto& k : varied) ++leaf_count_[leaf(k)];
+  }
+  std::string describe(const std::vector<SweepOverride>& os) const {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : os) parts.push_back(short_key(k) + "=" + override_value_text(v));
+    return join(parts, ",");
+  }
+
+ private:
+  static std::string leaf(const std::string& k) { return k.substr(k.rfind('.') + 1); }
+  std::string short_key(const std::string& k) const {
+    auto it = leaf_count_.find(leaf(k));
+    return it != leaf_count_.end() && it->second > 1 ? k : leaf(k);
+  }
+  std::map<std::string, int> leaf_count_;
+};
+
+SweepLauncherKind read_launcher_kind(const ordered_json& k) {
+  const std::string kind = get_string(k, "launcher.kind");
+  if (kind == "plain") return SweepLauncherKind::PLAIN;
+  if (kind == "mpirun") return SweepLauncherKind::MPIRUN;
+  if (kind == "slurm") return SweepLauncherKind::SLURM;
+  fail("launcher.kind: expected \"plain\", \"mpirun\" or \"slurm\", found \"%s\"", kind.c_str());
+}
+
+// "launcher": {"kind", "ranks", "args", "sbatch"}; plain takes no ranks or args, only slurm
+// takes sbatch options.
+SweepLauncher read_launcher(const ordered_json& l) {
+  SweepLauncher launcher;
+  GOSSAMER_CHECK(l.is_object(), "launcher: expected an object, found %s", kind_of(l));
+  check_keys(l, "launcher", {"kind", "ranks", "args", "sbatch"});
+  if (l.contains("kind")) launcher.kind = read_launcher_kind(l["kind"]);
+  if (l.contains("ranks")) {
+    const ordered_json& r = l["ranks"];
+    GOSSAMER_CHECK(r.is_number_integer() && r.get<int64_t>() >= 1 && r.get<int64_t>() <= 65536,
+                   "launcher.ranks: expected an integer >= 1, found %s", r.dump().c_str());
+    launcher.ranks = int(r.get<int64_t>());
+  }
+  if (l.contains("args")) launcher.args = get_strings(l["args"], "launcher.args");
+  if (l.contains("sbatch")) launcher.sbatch = get_strings(l["sbatch"], "launcher.sbatch");
+  GOSSAMER_CHECK(
+      launcher.kind != SweepLauncherKind::PLAIN || (launcher.ranks == 1 && launcher.args.empty()),
+      "launcher: kind \"plain\" runs one process without options; use kind "
+      "\"mpirun\" (or \"slurm\") for ranks and args");
+  GOSSAMER_CHECK(launcher.kind == SweepLauncherKind::SLURM || launcher.sbatch.empty(),
+                 "launcher.sbatch: only for kind \"slurm\"");
+  return launcher;
+}
+
+// The output directory: --out, else "out", else runs/sweeps/NAME.
+std::string read_out(const ordered_json& j, const std::string& name,
+                     const std::string& out_override) {
+  std::string out;
+  if (!out_override.empty())
+    out = out_override;
+  else if (j.contains("out"))
+    out = get_string(j["out"], "out");
+  else
+    out = "runs/sweeps/" + name;
+  GOSSAMER_CHECK(!out.empty(), "out: must not be empty");
+  return out;
+}
+
+std::vector<std::string> read_medians(const ordered_json& j) {
+  if (!j.contains("medians")) return {"bytes_sent"};
+  std::vector<std::string> medians = get_strings(j["medians"], "medians");
+  for (size_t i = 0; i < medians.size(); ++i)
+    GOSSAMER_CHECK(!medians[i].empty(), "medians[%zu]: must not be empty", i);
+  return medians;
+}
+
+// Combination `c` of the grid's values (the first key varies slowest).
+std::vector<SweepOverride> grid_combination(const SweepGrid& grid, size_t c) {
+  std::vector<SweepOverride> part;
+  for (size_t g = grid.size(); g-- > 0;) {
+    const auto& values = grid[g].second;
+    part.insert(part.begin(), {grid[g].first, values[c % values.size()]});
+    c /= values.size();
+  }
+  return part;
+}
+
+// Where a point comes from, for messages: "points[1] x grid lr=0.1", "grid lr=0.1", "base".
+std::string point_origin(const PointTemplate& t, const std::vector<SweepOverride>& grid_part,
+                         const OverrideNamer& namer) {
+  std::string where = t.where;
+  if (!grid_part.empty()) {
+    if (!where.empty()) where += " x ";
+    where += "grid " + namer.describe(grid_part);
+  }
+  return where.empty() ? "base" : where;
+}
+
+// A point's name: its given name (or its own overrides), then its grid values; "base" if none.
+std::string point_name(const PointTemplate& t, const std::vector<SweepOverride>& grid_part,
+                       const OverrideNamer& namer) {
+  std::vector<std::string> parts;
+  const std::string head = t.name.empty() ? namer.describe(t.set) : t.name;
+  if (!head.empty()) parts.push_back(head);
+  if (!grid_part.empty()) parts.push_back(namer.describe(grid_part));
+  return parts.empty() ? "base" : sanitize_point_name(join(parts, ","));
+}
+
+// Every point, templates outer and grid inner, with a usable and unique name and OUT/NAME as
+// its directory (configs are resolved later).
+std::vector<SweepPoint> expand_points(const std::vector<PointTemplate>& templates,
+                                      const SweepGrid& grid, const OverrideNamer& namer,
+                                      const std::string& out) {
+  size_t combos = 1;
+  for (const auto& [key, values] : grid) combos *= values.size();
+  std::vector<SweepPoint> points;
+  std::map<std::string, std::string> name_origin;  // name -> where it was first derived
+  for (const auto& t : templates) {
+    for (size_t c = 0; c < combos; ++c) {
+      const std::vector<SweepOverride> grid_part = grid_combination(grid, c);
+      const std::string where = point_origin(t, grid_part, namer);
+      SweepPoint p;
+      p.overrides = t.set;
+      p.overrides.insert(p.overrides.end(), grid_part.begin(), grid_part.end());
+      p.name = point_name(t, grid_part, namer);
+      GOSSAMER_CHECK(p.name.size() <= kMaxNameLength && p.name[0] != '.',
+                     "%s: derived point name \"%s\" is unusable (too long or starting with "
+                     ".): give the points names",
+                     where.c_str(), p.name.c_str());
+      if (!name_origin.emplace(p.name, where).second)
+        fail("%s: point name \"%s\" is already used by %s: give the points distinct names",
+             where.c_str(), p.name.c_str(), name_origin[p.name].c_str());
+      p.dir = (fs::path(out) / p.name).string();
+      points.push_back(std::move(p));
+    }
+  }
+  return points;
+}
+
+// "reference": the name of one of the points.
+std::string read_reference(const ordered_json& j, const std::vector<SweepPoint>& points) {
+  if (!j.contains("reference")) return "";
+  const std::string reference = get_string(j["reference"], "reference");
+  std::set<std::string> names;
+  for (const auto& p : points) names.insert(p.name);
+  GOSSAMER_CHECK(names.count(reference), "reference: no point is named \"%s\" (points: %s)",
+                 reference.c_str(),
+                 join(std::vector<std::string>(names.begin(), names.end()), ", ").c_str());
+  return reference;
+}
+
+// Each point's config: base, then "set", then its own overrides, then train.out_dir; parsed and
+// validated (for the launcher's rank count) with the point's name in every message.
+void resolve_point_configs(std::vector<SweepPoint>& points, const json& base,
+                           const std::vector<SweepOverride>& common, int ranks) {
+  for (auto& p : points) {
+    const std::string where = "point " + p.name;
+    json config = base;
+    for (const auto& o : common) apply(config, o, where);
+    for (const auto& o : p.overrides) apply(config, o, where);
+    apply(config, {"train.out_dir", p.dir}, where);
+    train::RunConfig rc = train::parse_run_config(config, where);
+    try {
+      rc.validate(ranks);
+    } catch (const Error& e) {
+      fail("%s: %s", where.c_str(), e.what());
+    }
+    p.config = to_json(rc);
+    p.steps = rc.train.steps;
+  }
+}
+
+// parse_sweep without the file name in front of its errors. The steps run in the order of the
+// file's sections so the first error reported is the same whatever else is wrong.
+SweepSpec parse_sweep_object(const ordered_json& j, const std::string& base_dir,
+                             const std::string& default_name, const std::string& out_override) {
+  GOSSAMER_CHECK(j.is_object(), "expected a JSON object at the top level, found %s", kind_of(j));
+  check_keys(j, "",
+             {"name", "base", "set", "grid", "points", "launcher", "out", "reference", "medians"});
+  const ConfigKeys keys;
+  SweepSpec spec;
+  spec.name = j.contains("name") ? get_string(j["name"], "name") : default_name;
+  check_name(spec.name, "name");
+  const json base = read_base(j, base_dir);
+  std::vector<SweepOverride> common;
+  if (j.contains("set")) common = read_overrides(j["set"], "set", keys);
+  SweepGrid grid;
+  if (j.contains("grid")) grid = read_grid(j["grid"], keys);
+  const std::vector<PointTemplate> templates = read_point_templates(j, grid, keys);
+  spec.varied_keys = varied_keys(templates, grid);
+  if (j.contains("launcher")) spec.launcher = read_launcher(j["launcher"]);
+  spec.out = read_out(j, spec.name, out_override);
+  spec.medians = read_medians(j);
+  spec.points = expand_points(templates, grid, OverrideNamer(spec.varied_keys), spec.out);
+  spec.reference = read_reference(j, spec.points);
+  // Resolve and validate every point's config before anything runs.
+  resolve_point_configs(spec.points, base, common, spec.launcher.ranks);
+  return spec;
+}
+
 }  // namespace
 
 const char* sweep_launcher_name(SweepLauncherKind kind) {
@@ -228,231 +532,8 @@ json config_value(const json& config, const std::string& dotted_key) {
 SweepSpec parse_sweep(const ordered_json& j, const std::string& source, const std::string& base_dir,
                       const std::string& default_name, const std::string& out_override) {
   try {
-    GOSSAMER_CHECK(j.is_object(), "expected a JSON object at the top level, found %s", kind_of(j));
-    check_keys(
-        j, "",
-        {"name", "base", "set", "grid", "points", "launcher", "out", "reference", "medians"});
-    const ConfigKeys keys;
-    SweepSpec spec;
+    SweepSpec spec = parse_sweep_object(j, base_dir, default_name, out_override);
     spec.source = source;
-
-    spec.name = j.contains("name") ? get_string(j["name"], "name") : default_name;
-    check_name(spec.name, "name");
-
-    // base: a path (relative to the sweep file) or an inline config object.
-    GOSSAMER_CHECK(j.contains("base"),
-                   "base: missing (a run config path, relative to the sweep file, or an inline "
-                   "config object)");
-    json base;
-    std::string base_where = "base";
-    if (j["base"].is_string()) {
-      fs::path p = j["base"].get<std::string>();
-      if (p.is_relative()) p = fs::path(base_dir) / p;
-      std::ifstream in(p);
-      GOSSAMER_CHECK(in.good(), "base: cannot open config file %s", p.string().c_str());
-      std::stringstream ss;
-      ss << in.rdbuf();
-      try {
-        base = json::parse(ss.str());
-      } catch (const json::parse_error& e) {
-        fail("base: %s: not valid JSON: %s", p.string().c_str(), e.what());
-      }
-      base_where = "base " + p.string();
-    } else {
-      GOSSAMER_CHECK(j["base"].is_object(),
-                     "base: expected a config file path or a config object, found %s",
-                     kind_of(j["base"]));
-      base = to_plain(j["base"]);
-    }
-    GOSSAMER_CHECK(base.is_object(), "%s: expected a JSON object at the top level",
-                   base_where.c_str());
-    // The base itself must parse (unknown sections and keys are named in its own file).
-    train::parse_run_config(base, base_where);
-
-    std::vector<SweepOverride> common;
-    if (j.contains("set")) common = read_overrides(j["set"], "set", keys);
-
-    // grid: "key": [values...], cartesian product in the order written (first key slowest).
-    std::vector<std::pair<std::string, std::vector<json>>> grid;
-    if (j.contains("grid")) {
-      const ordered_json& g = j["grid"];
-      GOSSAMER_CHECK(g.is_object() && !g.empty(),
-                     "grid: expected a non-empty object of \"section.key\": [values...], found %s",
-                     g.is_object() ? "an empty object" : kind_of(g));
-      for (const auto& [key, values] : g.items()) {
-        const std::string path = "grid." + key;
-        keys.check(key, path);
-        GOSSAMER_CHECK(values.is_array() && !values.empty(),
-                       "%s: expected a non-empty array of values, found %s", path.c_str(),
-                       values.is_array() ? "an empty array" : kind_of(values));
-        std::vector<json> vs;
-        for (size_t i = 0; i < values.size(); ++i) {
-          const ordered_json& v = values[i];
-          GOSSAMER_CHECK(!v.is_null() && !v.is_object() && !v.is_array(),
-                         "%s[%zu]: expected a value (string, number or boolean), found %s",
-                         path.c_str(), i, kind_of(v));
-          vs.push_back(to_plain(v));
-        }
-        grid.emplace_back(key, std::move(vs));
-      }
-    }
-
-    std::vector<PointTemplate> templates;
-    if (j.contains("points")) {
-      const ordered_json& ps = j["points"];
-      GOSSAMER_CHECK(ps.is_array() && !ps.empty(),
-                     "points: expected a non-empty array of {\"name\", \"set\"} objects, found %s",
-                     ps.is_array() ? "an empty array" : kind_of(ps));
-      for (size_t i = 0; i < ps.size(); ++i) {
-        PointTemplate t;
-        t.where = "points[" + std::to_string(i) + "]";
-        const ordered_json& p = ps[i];
-        GOSSAMER_CHECK(p.is_object(), "%s: expected an object {\"name\", \"set\"}, found %s",
-                       t.where.c_str(), kind_of(p));
-        check_keys(p, t.where, {"name", "set"});
-        if (p.contains("name"))
-          t.name = check_name(get_string(p["name"], t.where + ".name"), t.where + ".name");
-        if (p.contains("set")) t.set = read_overrides(p["set"], t.where + ".set", keys);
-        for (const auto& [key, value] : t.set)
-          for (const auto& [gkey, values] : grid)
-            GOSSAMER_CHECK(key != gkey, "%s.set.%s: also a grid key (set it in one place)",
-                           t.where.c_str(), key.c_str());
-        templates.push_back(std::move(t));
-      }
-    } else {
-      templates.push_back(PointTemplate{});
-    }
-
-    // Keys the points differ in, and their short display names (the last component when no
-    // other varied key shares it).
-    for (const auto& t : templates)
-      for (const auto& [key, value] : t.set)
-        if (std::find(spec.varied_keys.begin(), spec.varied_keys.end(), key) ==
-            spec.varied_keys.end())
-          spec.varied_keys.push_back(key);
-    for (const auto& [key, values] : grid) spec.varied_keys.push_back(key);
-    std::map<std::string, int> leaf_count;
-    auto leaf = [](const std::string& k) { return k.substr(k.rfind('.') + 1); };
-    for (const auto& k : spec.varied_keys) ++leaf_count[leaf(k)];
-    auto short_key = [&](const std::string& k) { return leaf_count[leaf(k)] > 1 ? k : leaf(k); };
-    auto describe = [&](const std::vector<SweepOverride>& os) {
-      std::vector<std::string> parts;
-      for (const auto& [k, v] : os) parts.push_back(short_key(k) + "=" + override_value_text(v));
-      return join(parts, ",");
-    };
-
-    // launcher
-    if (j.contains("launcher")) {
-      const ordered_json& l = j["launcher"];
-      GOSSAMER_CHECK(l.is_object(), "launcher: expected an object, found %s", kind_of(l));
-      check_keys(l, "launcher", {"kind", "ranks", "args", "sbatch"});
-      if (l.contains("kind")) {
-        const std::string kind = get_string(l["kind"], "launcher.kind");
-        if (kind == "plain")
-          spec.launcher.kind = SweepLauncherKind::PLAIN;
-        else if (kind == "mpirun")
-          spec.launcher.kind = SweepLauncherKind::MPIRUN;
-        else if (kind == "slurm")
-          spec.launcher.kind = SweepLauncherKind::SLURM;
-        else
-          fail("launcher.kind: expected \"plain\", \"mpirun\" or \"slurm\", found \"%s\"",
-               kind.c_str());
-      }
-      if (l.contains("ranks")) {
-        const ordered_json& r = l["ranks"];
-        GOSSAMER_CHECK(r.is_number_integer() && r.get<int64_t>() >= 1 && r.get<int64_t>() <= 65536,
-                       "launcher.ranks: expected an integer >= 1, found %s", r.dump().c_str());
-        spec.launcher.ranks = int(r.get<int64_t>());
-      }
-      if (l.contains("args")) spec.launcher.args = get_strings(l["args"], "launcher.args");
-      if (l.contains("sbatch")) spec.launcher.sbatch = get_strings(l["sbatch"], "launcher.sbatch");
-      GOSSAMER_CHECK(spec.launcher.kind != SweepLauncherKind::PLAIN ||
-                         (spec.launcher.ranks == 1 && spec.launcher.args.empty()),
-                     "launcher: kind \"plain\" runs one process without options; use kind "
-                     "\"mpirun\" (or \"slurm\") for ranks and args");
-      GOSSAMER_CHECK(spec.launcher.kind == SweepLauncherKind::SLURM || spec.launcher.sbatch.empty(),
-                     "launcher.sbatch: only for kind \"slurm\"");
-    }
-
-    if (!out_override.empty())
-      spec.out = out_override;
-    else if (j.contains("out"))
-      spec.out = get_string(j["out"], "out");
-    else
-      spec.out = "runs/sweeps/" + spec.name;
-    GOSSAMER_CHECK(!spec.out.empty(), "out: must not be empty");
-
-    spec.medians = {"bytes_sent"};
-    if (j.contains("medians")) {
-      spec.medians = get_strings(j["medians"], "medians");
-      for (size_t i = 0; i < spec.medians.size(); ++i)
-        GOSSAMER_CHECK(!spec.medians[i].empty(), "medians[%zu]: must not be empty", i);
-    }
-
-    // Expand: points outer, grid inner (first grid key slowest).
-    size_t combos = 1;
-    for (const auto& [key, values] : grid) combos *= values.size();
-    std::set<std::string> names;
-    std::map<std::string, std::string> name_origin;
-    for (const auto& t : templates) {
-      for (size_t c = 0; c < combos; ++c) {
-        std::vector<SweepOverride> grid_part;
-        size_t rest = c;
-        for (size_t g = grid.size(); g-- > 0;) {
-          const auto& values = grid[g].second;
-          grid_part.insert(grid_part.begin(), {grid[g].first, values[rest % values.size()]});
-          rest /= values.size();
-        }
-        SweepPoint p;
-        p.overrides = t.set;
-        p.overrides.insert(p.overrides.end(), grid_part.begin(), grid_part.end());
-        std::string where = t.where;
-        if (!grid_part.empty()) {
-          if (!where.empty()) where += " x ";
-          where += "grid " + describe(grid_part);
-        }
-        if (where.empty()) where = "base";
-        std::vector<std::string> parts;
-        const std::string head = t.name.empty() ? describe(t.set) : t.name;
-        if (!head.empty()) parts.push_back(head);
-        if (!grid_part.empty()) parts.push_back(describe(grid_part));
-        p.name = parts.empty() ? "base" : sanitize_point_name(join(parts, ","));
-        GOSSAMER_CHECK(p.name.size() <= kMaxNameLength && p.name[0] != '.',
-                       "%s: derived point name \"%s\" is unusable (too long or starting with "
-                       ".): give the points names",
-                       where.c_str(), p.name.c_str());
-        if (!names.insert(p.name).second)
-          fail("%s: point name \"%s\" is already used by %s: give the points distinct names",
-               where.c_str(), p.name.c_str(), name_origin[p.name].c_str());
-        name_origin[p.name] = where;
-        p.dir = (fs::path(spec.out) / p.name).string();
-        spec.points.push_back(std::move(p));
-      }
-    }
-
-    if (j.contains("reference")) {
-      spec.reference = get_string(j["reference"], "reference");
-      GOSSAMER_CHECK(names.count(spec.reference),
-                     "reference: no point is named \"%s\" (points: %s)", spec.reference.c_str(),
-                     join(std::vector<std::string>(names.begin(), names.end()), ", ").c_str());
-    }
-
-    // Resolve and validate every point's config before anything runs.
-    for (auto& p : spec.points) {
-      const std::string where = "point " + p.name;
-      json config = base;
-      for (const auto& o : common) apply(config, o, where);
-      for (const auto& o : p.overrides) apply(config, o, where);
-      apply(config, {"train.out_dir", p.dir}, where);
-      train::RunConfig rc = train::parse_run_config(config, where);
-      try {
-        rc.validate(spec.launcher.ranks);
-      } catch (const Error& e) {
-        fail("%s: %s", where.c_str(), e.what());
-      }
-      p.config = to_json(rc);
-      p.steps = rc.train.steps;
-    }
     return spec;
   } catch (const Error& e) {
     fail("%s: %s", source.c_str(), e.what());

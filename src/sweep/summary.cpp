@@ -1,7 +1,11 @@
 // Point state and sweep summaries (see summary.h). Only metrics.jsonl, the checkpoint
 // directory names, RUN/config.json and the sweep's own RUN/sweep_status.json are read; nothing
-// in a run directory is modified.
+// in a run directory is modified. OUT/loss.png is drawn by the plot script compiled into the
+// binary (sweep/plot_script.h) under /usr/bin/python3, so no source tree is needed; a missing
+// interpreter or matplotlib is one warning naming what to install, never an error.
 #include "sweep/summary.h"
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -13,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/atomic_file.h"
+#include "sweep/plot_script.h"
 #include "sweep/process.h"
 #include "train/run_config.h"
 #include "train/step_telemetry.h"
@@ -86,6 +91,56 @@ std::string md_seconds(double s) {
 
 bool starts_with(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
+}
+
+// Debian's interpreter, which python3-matplotlib installs into (a python3 earlier in PATH, e.g.
+// pyenv's, often lacks matplotlib).
+constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kMatplotlibHint = "apt install python3-matplotlib";
+
+// Draws `png` from the run directories' metrics.jsonl with the embedded plot script, run as
+// `python3 -c SCRIPT ...`. Never fails the sweep: a missing python3 or matplotlib, or a failing
+// script, is one warning and no plot.
+void write_loss_plot(const std::string& sweep_name, const std::vector<std::string>& dirs,
+                     const fs::path& png) {
+  if (access(kPython, X_OK) != 0) {
+    log_warn("sweep: no loss plot: python3 with matplotlib not found (no %s; %s)", kPython,
+             kMatplotlibHint);
+    return;
+  }
+  std::error_code ec;
+  const fs::path plot_log = png.parent_path() / ".loss.png.log";
+  fs::remove(plot_log, ec);
+  std::vector<std::string> argv = {
+      kPython,     "-c", std::string(plot_metrics_script()), "--title", "sweep " + sweep_name,
+      png.string()};
+  argv.insert(argv.end(), dirs.begin(), dirs.end());
+  ProcessExit e;
+  std::string start_error;
+  try {
+    e = wait_process(spawn_process(argv, plot_log.string(), false));
+  } catch (const Error& err) {
+    start_error = err.what();
+  }
+  bool no_matplotlib = false;
+  std::string last;
+  if (!e.ok()) {
+    std::ifstream in(plot_log);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      last = line;
+      no_matplotlib = no_matplotlib || line.find("No module named 'matplotlib") != line.npos;
+    }
+  }
+  fs::remove(plot_log, ec);
+  if (!start_error.empty())
+    log_warn("sweep: no loss plot (%s)", start_error.c_str());
+  else if (no_matplotlib)
+    log_warn("sweep: no loss plot: python3 with matplotlib not found (%s cannot import it; %s)",
+             kPython, kMatplotlibHint);
+  else if (!e.ok())
+    log_warn("sweep: no loss plot (plot_metrics.py %s: %s)", e.describe().c_str(), last.c_str());
 }
 
 }  // namespace
@@ -344,30 +399,7 @@ SweepSummary write_sweep_summary(const SweepSpec& spec) {
   std::vector<std::string> dirs;
   for (size_t i = 0; i < spec.points.size(); ++i)
     if (s.rows[i].steps > 0) dirs.push_back(spec.points[i].dir);
-  std::string script = "scripts/plot_metrics.py";
-  if (!fs::exists(script)) script = std::string(GOSSAMER_SOURCE_DIR) + "/scripts/plot_metrics.py";
-  const std::string python = "/usr/bin/python3";
-  if (dirs.empty()) {
-    // nothing to plot yet
-  } else if (access(python.c_str(), X_OK) != 0 || !fs::exists(script)) {
-    log_warn("sweep: no loss plot (%s not found)",
-             fs::exists(script) ? python.c_str() : "scripts/plot_metrics.py");
-  } else {
-    const fs::path plot_log = out / ".loss.png.log";
-    fs::remove(plot_log, ec);
-    std::vector<std::string> argv = {python, script, "--title", "sweep " + spec.name, png.string()};
-    argv.insert(argv.end(), dirs.begin(), dirs.end());
-    const ProcessExit e = wait_process(spawn_process(argv, plot_log.string(), false));
-    if (!e.ok()) {
-      std::ifstream in(plot_log);
-      std::string line, last;
-      while (std::getline(in, line))
-        if (!line.empty()) last = line;
-      log_warn("sweep: no loss plot (python3 %s %s: %s)", script.c_str(), e.describe().c_str(),
-               last.c_str());
-    }
-    fs::remove(plot_log, ec);
-  }
+  if (!dirs.empty()) write_loss_plot(spec.name, dirs, png);
   io::write_file_atomically((out / "summary.csv").string(), summary_csv(spec, s));
   io::write_file_atomically((out / "summary.md").string(), summary_markdown(spec, s));
   log_info("sweep: wrote %s/summary.csv, summary.md%s", out.string().c_str(),

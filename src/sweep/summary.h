@@ -74,7 +74,7 @@ struct SweepSummary {
 SweepSummary summarize_sweep(const SweepSpec& spec);
 std::string summary_csv(const SweepSpec& spec, const SweepSummary& s);
 std::string summary_markdown(const SweepSpec& spec, const SweepSummary& s);
-// Writes OUT/summary.csv and OUT/summary.md (atomically) and OUT/loss.png through
+// Writes OUT/summary.csv and OUT/summary.md (atomically) and OUT/loss.png through the embedded
 // scripts/plot_metrics.py (skipped with a warning when python3 or matplotlib is missing).
 SweepSummary write_sweep_summary(const SweepSpec& spec);
 

@@ -5,8 +5,10 @@
 # re-run bit-identically; a point missing its final checkpoint resumes from the earlier one;
 # a changed config is refused before anything runs; an mpirun sweep with 2 ranks; the Slurm
 # launcher's script (bash -n, array range, one task executed with a stand-in srun); Ctrl-C
-# (SIGINT to the sweep) stops the running point at a checkpoint and the sweep exits 130; and
-# parsing errors that name the JSON path or the point and key, before anything is written.
+# (SIGINT to the sweep) stops the running point at a checkpoint and the sweep exits 130;
+# parsing errors that name the JSON path or the point and key, before anything is written; and a
+# copy of the binary run outside the source tree (its scripts/ hidden) still draws loss.png, or
+# warns once, naming what to install, when python3 or matplotlib is missing.
 source "$(dirname "$0")/lib.sh"
 require_data
 
@@ -249,5 +251,77 @@ bad "unknown launcher" 'launcher.kind: expected "plain", "mpirun" or "slurm"' \
   "{\"base\": \"$BASE\", \"launcher\": {\"kind\": \"pbs\"}}"
 bad "missing shards" 'point base: data.train: shard pattern .nope/\*.bin.' \
   "{\"base\": \"$BASE\", \"set\": {\"data.train\": \"nope/*.bin\"}}"
+
+# ---- 10. a copied binary outside the source tree still plots ---------------------------------
+# The plot script is compiled in. The copy runs from another directory with an absolute sweep
+# file and absolute data paths; where a private mount namespace is allowed, the source tree's
+# scripts/ is hidden under an empty tmpfs, so a plot that still needs the source tree fails here.
+E="$WORK/elsewhere"
+mkdir -p "$E/bin" "$E/cwd"
+cp "$GOSSAMER" "$E/bin/gossamer"
+cat >"$E/s5.json" <<EOF
+{"base": "$BASE", "set": {$COMMON, "train.steps": 2, "data.train": "$SRC/data/web/train_*.bin",
+ "data.val": "$SRC/data/web/val_*.bin"}, "points": [{"name": "copy"}]}
+EOF
+hidden=0
+unshare -rm true 2>/dev/null && hidden=1
+# in_sandbox DIR CMD...: CMD run from DIR; with hidden=1 in a mount namespace where $SRC/scripts
+# is an empty tmpfs, and /usr/bin too when HIDE_USR_BIN=1.
+in_sandbox() {
+  local dir="$1"; shift
+  if [[ $hidden == 1 ]]; then
+    (cd "$dir" && unshare -rm bash -c 'mount -t tmpfs none "$1/scripts" || exit 97
+      if [[ "$2" == 1 ]]; then mount -t tmpfs none /usr/bin || exit 97; fi
+      shift 2; exec "$@"' _ "$SRC" "${HIDE_USR_BIN:-0}" "$@")
+  else
+    (cd "$dir" && "$@")
+  fi
+}
+where="scripts/ hidden"
+[[ $hidden == 1 ]] || where="scripts/ not hidden: unshare -rm unavailable"
+rc=0
+in_sandbox "$E/cwd" "$E/bin/gossamer" sweep "$E/s5.json" --out "$E/o5" >/dev/null \
+  2>"$WORK/run10.log" || rc=$?
+if [[ $rc -ne 0 ]]; then
+  fail "copied binary: sweep exit $rc: $(tail -5 "$WORK/run10.log")"
+elif [[ $have_matplotlib == 1 ]]; then
+  [[ -s "$E/o5/loss.png" ]] && ! grep -q 'no loss plot' "$WORK/run10.log" \
+    && pass "copied binary run from elsewhere ($where) wrote loss.png" \
+    || fail "copied binary ($where) wrote no loss.png: $(grep -E 'plot|warn' "$WORK/run10.log")"
+else
+  grep -q 'no loss plot: python3 with matplotlib not found (.*apt install python3-matplotlib)' \
+    "$WORK/run10.log" && pass "copied binary, no matplotlib: $(grep 'no loss plot' "$WORK/run10.log")" \
+    || fail "copied binary: no clear matplotlib warning: $(grep -E 'plot|warn' "$WORK/run10.log")"
+fi
+[[ ! -e "$E/o5/.loss.png.log" ]] && pass "no plot log left behind" || fail ".loss.png.log left behind"
+
+# Without matplotlib (a package on PYTHONPATH fails to import the way a missing one does): exit
+# 0, the tables written, no loss.png, one warning saying what is missing and how to get it.
+mkdir -p "$E/nompl/matplotlib"
+echo "raise ModuleNotFoundError(\"No module named 'matplotlib'\", name='matplotlib')" \
+  >"$E/nompl/matplotlib/__init__.py"
+want='python3 with matplotlib not found (/usr/bin/python3 cannot import it; apt install python3-matplotlib)'
+[[ -x /usr/bin/python3 ]] || want='python3 with matplotlib not found (no /usr/bin/python3; apt install python3-matplotlib)'
+rc=0
+(cd "$E/cwd" && PYTHONPATH="$E/nompl" "$E/bin/gossamer" sweep "$E/s5.json" --out "$E/o5" \
+  --summarize-only) >/dev/null 2>"$WORK/run10b.log" || rc=$?
+if [[ $rc -eq 0 && ! -e "$E/o5/loss.png" && -s "$E/o5/summary.csv" ]] \
+  && [[ "$(grep -c 'no loss plot' "$WORK/run10b.log")" == 1 ]] && grep -qF "$want" "$WORK/run10b.log"; then
+  pass "matplotlib missing: exit 0, $(grep 'no loss plot' "$WORK/run10b.log")"
+else
+  fail "matplotlib missing: exit $rc; log: $(cat "$WORK/run10b.log")"
+fi
+# Without python3 (/usr/bin hidden in the namespace): the same, naming the interpreter.
+if [[ $hidden == 1 ]]; then
+  rc=0
+  HIDE_USR_BIN=1 in_sandbox "$E/cwd" "$E/bin/gossamer" sweep "$E/s5.json" --out "$E/o5" \
+    --summarize-only >/dev/null 2>"$WORK/run10c.log" || rc=$?
+  [[ $rc -eq 0 && ! -e "$E/o5/loss.png" ]] && grep -qF \
+    'python3 with matplotlib not found (no /usr/bin/python3; apt install python3-matplotlib)' \
+    "$WORK/run10c.log" && pass "python3 missing: exit 0, $(grep 'no loss plot' "$WORK/run10c.log")" \
+    || fail "python3 missing: exit $rc; log: $(cat "$WORK/run10c.log")"
+else
+  echo "note: unshare -rm unavailable: the source tree was not hidden, python3-missing not checked"
+fi
 
 finish

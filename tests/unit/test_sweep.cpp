@@ -1,17 +1,20 @@
 // Sweep files: grid product order (first key slowest), points x grid, derived and given names,
 // precedence of set / points / grid, strict errors naming the JSON path or the point and key,
 // base paths relative to the sweep file; point state (finished, resume, restart) and the
-// summary computed from hand-written metrics.jsonl files; the Slurm script's array range.
+// summary computed from hand-written metrics.jsonl files; the Slurm script's array range; the
+// plot script compiled into the binary is scripts/plot_metrics.py byte for byte.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "sweep/plot_script.h"
 #include "sweep/runner.h"
 #include "sweep/spec.h"
 #include "sweep/summary.h"
@@ -327,4 +330,12 @@ TEST(Sweep, SlurmScriptHasOneArrayTaskPerPointToRun) {
         "#SBATCH --partition=gpu\n", "#SBATCH --job-name=gossamer-sweep-s\n",
         "srun --mpi=pmix --kill-on-bad-exit=1 --cpu-bind=none -n 4 $cmd"})
     EXPECT_NE(script.find(line), std::string::npos) << line << " not in\n" << script;
+}
+
+TEST(Sweep, EmbeddedPlotScriptIsScriptsPlotMetrics) {
+  std::ifstream in(std::string(GOSSAMER_SOURCE_DIR) + "/scripts/plot_metrics.py", std::ios::binary);
+  ASSERT_TRUE(in.good());
+  const std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(std::string(sweep::plot_metrics_script()), want);
 }
