@@ -15,7 +15,9 @@ template <class E>
 struct EnumNames;  // specialise: static constexpr std::pair<E, std::string_view> values[] = {...};
 
 template <class E>
-concept NamedEnum = requires { EnumNames<E>::values; };
+concept NamedEnum = requires {
+  EnumNames<E>::values;
+};
 
 template <NamedEnum E>
 std::string_view enum_name(E value) {
@@ -38,7 +40,11 @@ std::string enum_choices() {
   const size_t n = std::size(EnumNames<E>::values);
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out += i + 1 == n ? " or " : ", ";
-    out += "\"" + std::string(EnumNames<E>::values[i].second) + "\"";
+    // Appended piecewise: `"\"" + std::string(name) + "\""` trips GCC 12's -Wrestrict false
+    // positive (PR 105651) at -O3.
+    out += '"';
+    out += EnumNames<E>::values[i].second;
+    out += '"';
   }
   return out;
 }

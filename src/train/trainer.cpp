@@ -164,7 +164,7 @@ int train_on(comm::Communicator& comm, RunConfig config, const std::string& resu
   log_info(
       "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
       "(padded %d)",
-      config.model.family.c_str(), model.layout().total(), model.layout().total() / 1e6,
+      model::family_name(config.model.family), model.layout().total(), model.layout().total() / 1e6,
       config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
       config.model.padded_vocab_resolved());
   log_info(

@@ -39,7 +39,7 @@ std::string write_temp(const std::string& text) {
 
 TEST(RunConfig, EmptyObjectGivesDocumentedDefaults) {
   train::RunConfig c = train::parse_run_config(json::object(), "x.json");
-  EXPECT_EQ(c.model.family, "gpt2");
+  EXPECT_EQ(c.model.family, model::ModelFamily::MODEL_FAMILY_GPT2);
   EXPECT_EQ(c.optimizer.name, "adamw");
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 6e-4);
   EXPECT_EQ(c.model.padded_vocab_resolved(), 50304);
@@ -93,6 +93,13 @@ TEST(RunConfig, WrongTypesAreErrorsNamingKeyExpectedAndFound) {
             std::string::npos);
   EXPECT_NE(err({{"optimizer", {{"lr", "fast"}}}}).find("optimizer.lr: expected a number"),
             std::string::npos);
+  // model.family is an enum: an unknown name lists the accepted ones.
+  EXPECT_NE(err({{"model", {{"family", "bert"}}}})
+                .find("r.json: model.family: expected a string, one of \"gpt2\" or \"llama\", "
+                      "found string \"bert\""),
+            std::string::npos);
+  EXPECT_EQ(train::parse_run_config({{"model", {{"family", "llama"}}}}, "r.json").model.family,
+            model::ModelFamily::MODEL_FAMILY_LLAMA);
 }
 
 TEST(RunConfig, InvariantsNameTheKeys) {
