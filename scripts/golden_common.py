@@ -1,11 +1,11 @@
-"""Shared helpers of the golden-reference scripts (scripts/make_golden_*.py), for Debian's
+"""Helpers of the golden-reference script (scripts/make_golden.py), for Debian's
 /usr/bin/python3 (python3-torch 1.13 CPU + numpy):
 
   write_safetensors(path, tensors, metadata)   the hand-written, byte-deterministic writer
   manual_adamw(init, loss_fn, is_decayed, hp)  AdamW + global-norm clipping written out by hand,
                                                the cross-check of torch.optim.AdamW's run
 
-Imported by the scripts as a sibling module (python puts the script's directory on sys.path).
+Imported by the script as a sibling module (python puts the script's directory on sys.path).
 """
 import json
 import math

@@ -1,4 +1,4 @@
-// AdamS update ("momentum itself can be a normalizer"; ALGORITHMS.md 1.2): one state tensor m.
+// AdamS update ("momentum itself can be a normalizer"; docs/SCAPE.md): one state tensor m.
 // Official-code form (code_form = true), bias factor c = 1 - beta1^t at the current t:
 //   param *= 1 - lr * weight_decay
 //   den = sqrt(beta2 (m/c)^2 + (1 - beta2) g^2) + eps        (m: the PREVIOUS momentum)

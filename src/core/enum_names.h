@@ -40,7 +40,11 @@ std::string enum_choices() {
   const size_t n = std::size(EnumNames<E>::values);
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out += i + 1 == n ? " or " : ", ";
-    out.append(1, '"').append(EnumNames<E>::values[i].second).append(1, '"');
+    // Appended piecewise: `"\"" + std::string(name) + "\""` trips GCC 12's -Wrestrict false
+    // positive (PR 105651) at -O3.
+    out += '"';
+    out += EnumNames<E>::values[i].second;
+    out += '"';
   }
   return out;
 }

@@ -46,8 +46,8 @@ int run_eval(const EvalOptions& o) {
   const std::string diff = hf::model_config_difference(config.model, m.config.model);
   GOSSAMER_CHECK(diff.empty(), "%s: the config's model differs from the checkpoint %s (%s)",
                  o.config.c_str(), m.path.c_str(), diff.c_str());
-  log_info("eval: model %s (%s, %zu parameters)", m.path.c_str(), m.config.model.family.c_str(),
-           m.model->layout().total());
+  log_info("eval: model %s (%s, %zu parameters)", m.path.c_str(),
+           model::family_name(m.config.model.family), m.model->layout().total());
 
   nlohmann::ordered_json out;
   out["checkpoint"] = m.path;

@@ -1,6 +1,6 @@
-// Autoregressive sampling from a Gpt2: temperature, top-k and top-p (nucleus) filtering,
-// driven by a gossamer::Rng so a seed reproduces a sample exactly. The context is the last
-// model.max_seq() tokens (sliding window); each new token re-runs the forward pass.
+// Autoregressive sampling from any Model (GPT-2, Llama): temperature, top-k and top-p (nucleus)
+// filtering, driven by a gossamer::Rng so a seed reproduces a sample exactly. The context is the
+// last model.max_seq() tokens (sliding window); each new token re-runs the forward pass.
 #pragma once
 
 #include <cstdint>

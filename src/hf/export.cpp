@@ -77,7 +77,7 @@ void export_hf_model(const model::Model& model, const std::string& tokenizer_spe
   out.write_file("generation_config.json", hf_generation_config_json(ids).dump(2) + "\n");
   out.commit();
   log_info("export-hf: wrote %s (%s, %zu tensors, %.1f MB%s) in %.2f s", out.final_path().c_str(),
-           adapter.architecture.c_str(), adapter.tensors.size(), bytes / 1e6,
+           adapter.family->architecture.c_str(), adapter.tensors.size(), bytes / 1e6,
            tok ? (", tokenizer " + tok->tokenizer->name()).c_str() : ", no tokenizer",
            watch.seconds());
 }

@@ -125,8 +125,8 @@ bool is_float(io::DType d) {
 
 std::string describe(const HfModelSpec& s) {
   const model::ModelConfig& c = s.config;
-  return strprintf("%s: %d layers, d_model %d, %d heads, vocab %d", c.family.c_str(), c.n_layer,
-                   c.d_model, c.n_head, c.vocab_size);
+  return strprintf("%s: %d layers, d_model %d, %d heads, vocab %d", model::family_name(c.family),
+                   c.n_layer, c.d_model, c.n_head, c.vocab_size);
 }
 
 // The checked tensor `name`: present, float, shaped as config.json implies.
@@ -154,17 +154,14 @@ std::string model_config_difference(const model::ModelConfig& a, const model::Mo
     return s.str();
   };
   for (const std::string& s :
-       {d("family", a.family, b.family), d("n_layer", a.n_layer, b.n_layer),
+       {d("family", enum_name(a.family), enum_name(b.family)), d("n_layer", a.n_layer, b.n_layer),
         d("n_head", a.n_head, b.n_head), d("d_model", a.d_model, b.d_model),
         d("vocab_size", a.vocab_size, b.vocab_size), d("max_seq_len", a.max_seq_len, b.max_seq_len),
         d("n_kv_head", a.n_kv_head_resolved(), b.n_kv_head_resolved()),
-        d("d_ff", a.d_ff_resolved(), b.d_ff_resolved())})
+        d("d_ff", a.d_ff_resolved(), b.d_ff_resolved()),
+        // Every family: gpt2 requires the defaults, so they differ only for llama.
+        d("rope_theta", a.rope_theta, b.rope_theta), d("norm_eps", a.norm_eps, b.norm_eps)})
     if (!s.empty()) return s;
-  if (a.family == "llama") {
-    for (const std::string& s :
-         {d("rope_theta", a.rope_theta, b.rope_theta), d("norm_eps", a.norm_eps, b.norm_eps)})
-      if (!s.empty()) return s;
-  }
   return "";
 }
 
@@ -215,13 +212,14 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
   const fs::path dir(hf_dir);
   const HfWeights weights(dir);
   HfAdapter adapter = make_hf_adapter(model.config(), model.layout());
+  const HfFamily& family = *adapter.family;
 
   // Files saved from the base model (GPT2Model) lack the "transformer." prefix.
   std::string strip;
-  if (!adapter.base_prefix.empty() && !adapter.tensors.empty() &&
+  if (!family.base_prefix.empty() && !adapter.tensors.empty() &&
       !weights.find(adapter.tensors[0].hf) &&
-      weights.find(adapter.tensors[0].hf.substr(adapter.base_prefix.size())))
-    strip = adapter.base_prefix;
+      weights.find(adapter.tensors[0].hf.substr(family.base_prefix.size())))
+    strip = family.base_prefix;
   auto file_name = [&](const std::string& hf) {
     return !strip.empty() && hf.starts_with(strip) ? hf.substr(strip.size()) : hf;
   };
@@ -230,10 +228,11 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
   float* params = model.params().data();
   std::vector<float> buf;
   std::map<std::string, std::string> source;  // HF name -> file name actually read
+  // A head config.json ties to the embedding (a tied Llama head) is read from the embedding.
+  const HfTiedAlias& head = family.optional_tied_head;
+  const bool tie_head = spec.tied_head && !head.hf.empty();
   for (const HfTensorMap& t : adapter.tensors) {
-    std::string name = file_name(t.hf);
-    // A tied Llama head is the token embedding.
-    if (spec.tied_head && t.ours == "lm_head.weight") name = file_name("model.embed_tokens.weight");
+    const std::string name = file_name(tie_head && t.hf == head.hf ? head.same_as : t.hf);
     const float* data = checked_tensor(weights, name, t.hf_shape, spec, buf);
     hf_tensor_to_ours(t, model.layout().find(t.ours), data, params);
     used.insert(name);
@@ -241,8 +240,7 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
   }
   // Tied aliases: optional, but when present they must be the tensor they alias.
   std::vector<HfTiedAlias> tied = adapter.tied;
-  if (spec.tied_head && adapter.model_type == "llama")
-    tied.push_back({"lm_head.weight", "model.embed_tokens.weight"});
+  if (tie_head) tied.push_back(head);
   for (const HfTiedAlias& a : tied) {
     const std::string name = file_name(a.hf),
                       orig = source.count(a.same_as) ? source[a.same_as] : file_name(a.same_as);
@@ -261,8 +259,7 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
   for (const auto& [name, reader] : weights.all()) {
     if (used.count(name) || adapter.is_ignored_buffer(name)) continue;
     fail("%s: unexpected tensor '%s' (not part of a %s with config.json's settings: %s)",
-         reader->path().c_str(), name.c_str(), adapter.architecture.c_str(),
-         describe(spec).c_str());
+         reader->path().c_str(), name.c_str(), family.architecture.c_str(), describe(spec).c_str());
   }
 }
 

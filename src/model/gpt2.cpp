@@ -1,8 +1,8 @@
-// GPT-2 forward and backward over the op table (see gpt2.h for the layout invariant).
+// GPT-2 forward and backward over the op table (see gpt2.h for the layout invariant), and
+// the family's config validation.
 #include "model/gpt2.h"
 
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -12,29 +12,31 @@ namespace gossamer::model {
 
 namespace {
 using K = ParamKind;
-void zero(float* p, size_t n) {
-  std::memset(p, 0, n * sizeof(float));
-}
 }  // namespace
 
+void Gpt2::validate_config(const ModelConfig& c, const std::string& p) {
+  GOSSAMER_CHECK(c.n_kv_head == 0 || c.n_kv_head == c.n_head,
+                 "%sn_kv_head: gpt2 has no grouped-query attention (leave it 0), found %d",
+                 p.c_str(), c.n_kv_head);
+  GOSSAMER_CHECK(c.d_ff == 0 || c.d_ff == 4 * c.d_model,
+                 "%sd_ff: gpt2's MLP is 4*d_model=%d wide (leave it 0), found %d", p.c_str(),
+                 4 * c.d_model, c.d_ff);
+  GOSSAMER_CHECK(c.rope_theta == ModelConfig{}.rope_theta,
+                 "%srope_theta: gpt2 has no rotary embedding (leave it out), found %g", p.c_str(),
+                 c.rope_theta);
+  GOSSAMER_CHECK(c.norm_eps == ModelConfig{}.norm_eps,
+                 "%snorm_eps: gpt2's LayerNorm epsilon is fixed at 1e-5 (leave it out), found %g",
+                 p.c_str(), c.norm_eps);
+}
+
 Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops)
-    : cfg_(config), ops_(ops) {
-  cfg_.validate();
-  GOSSAMER_CHECK(max_batch >= 1, "model: batch size must be >= 1, found %d", max_batch);
-  GOSSAMER_CHECK(max_seq >= 1 && max_seq <= cfg_.max_seq_len,
-                 "model: sequence length %d must lie in [1, model.max_seq_len=%d]", max_seq,
-                 cfg_.max_seq_len);
-  max_B_ = max_batch, max_T_ = max_seq;
-  C_ = cfg_.d_model, NH_ = cfg_.n_head, L_ = cfg_.n_layer;
-  V_ = cfg_.vocab_size, Vp_ = cfg_.padded_vocab_resolved();
+    : DecoderModel(config, ModelFamily::MODEL_FAMILY_GPT2, max_batch, max_seq, ops) {
+  NH_ = cfg_.n_head;
   build_layout();
-  params_ = HostBuffer<float>(layout_.total());
-  grads_ = HostBuffer<float>(layout_.total());
+  allocate_parameters();
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_;
   const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
-  tokens_ = HostBuffer<int32_t>(BT);
-  targets_ = HostBuffer<int32_t>(BT);
   encoded_ = HostBuffer<float>(BT * C);
   ln1_ = HostBuffer<float>(L * BT * C);
   ln1_mean_ = HostBuffer<float>(L * BT);
@@ -52,8 +54,6 @@ Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels:
   lnf_ = HostBuffer<float>(BT * C);
   lnf_mean_ = HostBuffer<float>(BT);
   lnf_rstd_ = HostBuffer<float>(BT);
-  logits_ = HostBuffer<float>(BT * Vp_);
-  losses_ = HostBuffer<float>(BT);
   dresidual_ = HostBuffer<float>(BT * C);
   dbt_c_ = HostBuffer<float>(BT * C);
   dqkv_ = HostBuffer<float>(BT * 3 * C);
@@ -118,31 +118,8 @@ size_t Gpt2::num_flop_params() const {
   return layout_.total() - size_t(cfg_.max_seq_len) * C_ - size_t(Vp_ - V_) * C_;
 }
 
-void Gpt2::zero_grad() {
-  zero(grads_.data(), grads_.size());
-}
-
-void Gpt2::check_tokens(const int32_t* tokens, const int32_t* targets, int n) const {
-  for (int i = 0; i < n; ++i) {
-    GOSSAMER_CHECK(tokens[i] >= 0 && tokens[i] < V_,
-                   "model: input token %d at position %d is outside [0, vocab_size=%d)", tokens[i],
-                   i, V_);
-    if (targets)
-      GOSSAMER_CHECK(targets[i] >= 0 && targets[i] < V_,
-                     "model: target token %d at position %d is outside [0, vocab_size=%d)",
-                     targets[i], i, V_);
-  }
-}
-
 float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
-  GOSSAMER_CHECK(B >= 1 && B <= max_B_ && T >= 1 && T <= max_T_,
-                 "model: batch (%d, %d) exceeds the allocated (%d, %d)", B, T, max_B_, max_T_);
-  const int N = B * T;
-  check_tokens(tokens, targets, N);
-  B_ = B, T_ = T, have_targets_ = targets != nullptr;
-  std::memcpy(tokens_.data(), tokens, N * sizeof(int32_t));
-  if (targets) std::memcpy(targets_.data(), targets, N * sizeof(int32_t));
-
+  const int N = begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
   const size_t att_stride = size_t(B) * NH_ * T * T;
   const float* p = params_.data();
@@ -178,27 +155,18 @@ float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T)
   ops_.layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), last, p + lnfw_,
                          p + lnfb_, N, C_);
   ops_.matmul_forward(logits_.data(), lnf_.data(), p + wte_, nullptr, N, C_, Vp_);
-  if (!targets) return 0.0f;
-
-  // Softmax in place: logits_ holds probabilities from here on.
-  ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N, V_,
-                            Vp_);
-  double sum = 0;
-  for (int i = 0; i < N; ++i) sum += losses_[i];
-  return static_cast<float>(sum / N);
+  return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
 }
 
 void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
-  GOSSAMER_CHECK(have_targets_, "model: backward() needs a forward() with targets first");
+  float* dlogits = begin_backward(grad_scale);  // in place of the probabilities
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
   const size_t att_stride = size_t(B) * NH_ * T * T;
   const float* p = params_.data();
   float* g = grads_.data();
 
-  // LM head and final LayerNorm. dlogits overwrite the probabilities in place.
-  float* dlogits = logits_.data();
-  ops_.crossentropy_backward(dlogits, logits_.data(), targets_.data(), grad_scale / N, N, V_, Vp_);
+  // LM head (tied to wte) and final LayerNorm.
   float* dlnf = dbt_c_.data();
   zero(dlnf, BTC);
   ops_.matmul_backward(dlnf, g + wte_, nullptr, dlogits, lnf_.data(), p + wte_, N, C_, Vp_);
@@ -249,7 +217,7 @@ void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
   }
   ops_.encoder_backward(g + wte_, g + wpe_, dres, tokens_.data(), B, T, C_);
   if (hook) hook(wpe_, layout_.total());
-  have_targets_ = false;  // the probabilities were overwritten by their gradient
+  end_backward();
 }
 
 }  // namespace gossamer::model

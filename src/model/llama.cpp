@@ -1,11 +1,10 @@
 // Llama forward and backward over the op table (see llama.h for the layout invariant).
 // The qkv activations are saved after RoPE (attention's backward needs the rotated q and k);
 // in the backward, attention's gradient with respect to the rotated q/k is rotated back in
-// place (rope_backward) before the qkv product's backward.
+// place (rope_backward) before the qkv product's backward. Also the family's config validation.
 #include "model/llama.h"
 
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -15,33 +14,26 @@ namespace gossamer::model {
 
 namespace {
 using K = ParamKind;
-void zero(float* p, size_t n) {
-  std::memset(p, 0, n * sizeof(float));
-}
 }  // namespace
 
+void Llama::validate_config(const ModelConfig& c, const std::string& p) {
+  const int hs = c.d_model / c.n_head;
+  GOSSAMER_CHECK(hs % 2 == 0,
+                 "%sn_head: llama's rotary embedding needs an even head size d_model/n_head, "
+                 "found %d/%d = %d",
+                 p.c_str(), c.d_model, c.n_head, hs);
+}
+
 Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops)
-    : cfg_(config), ops_(ops) {
-  cfg_.validate();
-  GOSSAMER_CHECK(cfg_.family == "llama", "model: Llama built from a config of family \"%s\"",
-                 cfg_.family.c_str());
-  GOSSAMER_CHECK(max_batch >= 1, "model: batch size must be >= 1, found %d", max_batch);
-  GOSSAMER_CHECK(max_seq >= 1 && max_seq <= cfg_.max_seq_len,
-                 "model: sequence length %d must lie in [1, model.max_seq_len=%d]", max_seq,
-                 cfg_.max_seq_len);
-  max_B_ = max_batch, max_T_ = max_seq;
-  C_ = cfg_.d_model, NH_ = cfg_.n_head, NKV_ = cfg_.n_kv_head_resolved(), L_ = cfg_.n_layer;
+    : DecoderModel(config, ModelFamily::MODEL_FAMILY_LLAMA, max_batch, max_seq, ops) {
+  NH_ = cfg_.n_head, NKV_ = cfg_.n_kv_head_resolved();
   hs_ = C_ / NH_, F_ = cfg_.d_ff_resolved();
   QKV_ = (NH_ + 2 * NKV_) * hs_;
-  V_ = cfg_.vocab_size, Vp_ = cfg_.padded_vocab_resolved();
   build_layout();
-  params_ = HostBuffer<float>(layout_.total());
-  grads_ = HostBuffer<float>(layout_.total());
+  allocate_parameters();
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_, F = F_, QKV = QKV_;
   const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
-  tokens_ = HostBuffer<int32_t>(BT);
-  targets_ = HostBuffer<int32_t>(BT);
   encoded_ = HostBuffer<float>(BT * C);
   attn_norm_ = HostBuffer<float>(L * BT * C);
   attn_rstd_ = HostBuffer<float>(L * BT);
@@ -56,8 +48,6 @@ Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernel
   residual3_ = HostBuffer<float>(L * BT * C);
   norm_f_out_ = HostBuffer<float>(BT * C);
   norm_f_rstd_ = HostBuffer<float>(BT);
-  logits_ = HostBuffer<float>(BT * Vp_);
-  losses_ = HostBuffer<float>(BT);
   dresidual_ = HostBuffer<float>(BT * C);
   dbt_c_ = HostBuffer<float>(BT * C);
   dqkv_ = HostBuffer<float>(BT * QKV);
@@ -116,31 +106,8 @@ size_t Llama::num_flop_params() const {
   return layout_.total() - size_t(Vp_) * C_ - size_t(Vp_ - V_) * C_;
 }
 
-void Llama::zero_grad() {
-  zero(grads_.data(), grads_.size());
-}
-
-void Llama::check_tokens(const int32_t* tokens, const int32_t* targets, int n) const {
-  for (int i = 0; i < n; ++i) {
-    GOSSAMER_CHECK(tokens[i] >= 0 && tokens[i] < V_,
-                   "model: input token %d at position %d is outside [0, vocab_size=%d)", tokens[i],
-                   i, V_);
-    if (targets)
-      GOSSAMER_CHECK(targets[i] >= 0 && targets[i] < V_,
-                     "model: target token %d at position %d is outside [0, vocab_size=%d)",
-                     targets[i], i, V_);
-  }
-}
-
 float Llama::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
-  GOSSAMER_CHECK(B >= 1 && B <= max_B_ && T >= 1 && T <= max_T_,
-                 "model: batch (%d, %d) exceeds the allocated (%d, %d)", B, T, max_B_, max_T_);
-  const int N = B * T;
-  check_tokens(tokens, targets, N);
-  B_ = B, T_ = T, have_targets_ = targets != nullptr;
-  std::memcpy(tokens_.data(), tokens, N * sizeof(int32_t));
-  if (targets) std::memcpy(targets_.data(), targets, N * sizeof(int32_t));
-
+  const int N = begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
   const size_t att_stride = size_t(B) * NH_ * T * T;
@@ -178,18 +145,11 @@ float Llama::forward(const int32_t* tokens, const int32_t* targets, int B, int T
   const float* last = residual3_.data() + (L_ - 1) * BTC;
   ops_.rmsnorm_forward(norm_f_out_.data(), norm_f_rstd_.data(), last, p + norm_f_, N, C_, eps);
   ops_.matmul_forward(logits_.data(), norm_f_out_.data(), p + lm_head_, nullptr, N, C_, Vp_);
-  if (!targets) return 0.0f;
-
-  // Softmax in place: logits_ holds probabilities from here on.
-  ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N, V_,
-                            Vp_);
-  double sum = 0;
-  for (int i = 0; i < N; ++i) sum += losses_[i];
-  return static_cast<float>(sum / N);
+  return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
 }
 
 void Llama::backward(float grad_scale, const GradReadyHook& hook) {
-  GOSSAMER_CHECK(have_targets_, "model: backward() needs a forward() with targets first");
+  float* dlogits = begin_backward(grad_scale);  // in place of the probabilities
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
@@ -198,9 +158,7 @@ void Llama::backward(float grad_scale, const GradReadyHook& hook) {
   const float* p = params_.data();
   float* g = grads_.data();
 
-  // LM head and final RMSNorm. dlogits overwrite the probabilities in place.
-  float* dlogits = logits_.data();
-  ops_.crossentropy_backward(dlogits, logits_.data(), targets_.data(), grad_scale / N, N, V_, Vp_);
+  // LM head and final RMSNorm.
   float* dnorm_f = dbt_c_.data();
   zero(dnorm_f, BTC);
   ops_.matmul_backward(dnorm_f, g + lm_head_, nullptr, dlogits, norm_f_out_.data(), p + lm_head_, N,
@@ -254,7 +212,7 @@ void Llama::backward(float grad_scale, const GradReadyHook& hook) {
   }
   ops_.encoder_backward(g + wte_, nullptr, dres, tokens_.data(), B, T, C_);
   if (hook) hook(wte_, layout_.total());
-  have_targets_ = false;  // the probabilities were overwritten by their gradient
+  end_backward();
 }
 
 }  // namespace gossamer::model

@@ -6,30 +6,27 @@
 // L-1 .. 0, wte. The q/k/v matrices of a block are adjacent (one ((NH+2NKV)*hs, C) product), as
 // are gate/up (one (2F, C) product). backward() reports each range whose gradients are final
 // through the hook, as a growing prefix of the flat buffer.
-// All activation memory is allocated once at construction for (max_batch, max_seq).
+// All activation memory is allocated once at construction for (max_batch, max_seq); the
+// buffers, checks and loss shared with the other families live in DecoderModel.
 #pragma once
 
 #include <cstdint>
-#include <span>
+#include <string>
 #include <vector>
 
 #include "core/buffer.h"
-#include "model/model.h"
+#include "model/decoder_model.h"
 
 namespace gossamer::model {
 
-class Llama final : public Model {
+class Llama final : public DecoderModel {
  public:
   Llama(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops);
 
-  const ModelConfig& config() const override { return cfg_; }
-  const ParamLayout& layout() const override { return layout_; }
-  std::span<float> params() override { return params_.span(); }
-  std::span<const float> params() const override { return params_.span(); }
-  std::span<float> grads() override { return grads_.span(); }
-  std::span<const float> grads() const override { return grads_.span(); }
-  int max_batch() const override { return max_B_; }
-  int max_seq() const override { return max_T_; }
+  // The family's row of the family table (family.h): MLP width 8/3 C rounded up to a
+  // multiple of 256; RoPE needs an even head size.
+  static int default_d_ff(int d_model) { return (8 * d_model / 3 + 255) / 256 * 256; }
+  static void validate_config(const ModelConfig& config, const std::string& path);
 
   // Initialisation from `seed`: matrices, wte and lm_head ~ N(0, init_std), the residual
   // projections attn.o and mlp.down ~ N(0, init_std / sqrt(2 n_layer)), norm gains 1, padded
@@ -40,9 +37,7 @@ class Llama final : public Model {
   // the B*T positions and prepares backward(); without targets it leaves the logits (B,T,Vp)
   // readable through logits() and returns 0. Throws on out-of-range tokens or shapes.
   float forward(const int32_t* tokens, const int32_t* targets, int B, int T) override;
-  const float* logits() const override { return logits_.data(); }
 
-  void zero_grad() override;
   // Accumulates d(grad_scale * loss)/d(params) into grads() (+=). Requires a forward with
   // targets. hook (optional) sees every range of final gradients in buffer order.
   void backward(float grad_scale, const GradReadyHook& hook) override;
@@ -61,21 +56,13 @@ class Llama final : public Model {
     size_t attn_norm, qkv, o, mlp_norm, gate_up, down;
   };
   void build_layout();
-  void check_tokens(const int32_t* tokens, const int32_t* targets, int n) const;
 
-  ModelConfig cfg_;
-  const kernels::OpTable& ops_;
-  int max_B_, max_T_, C_, NH_, NKV_, hs_, F_, L_, V_, Vp_;
+  int NH_, NKV_, hs_, F_;
   int QKV_;  // width of a qkv row, (NH + 2 NKV) hs
-  ParamLayout layout_;
   std::vector<LayerOffsets> layers_;
   size_t lm_head_ = 0, norm_f_ = 0, norm_f_end_ = 0, wte_ = 0;
-  HostBuffer<float> params_, grads_;
 
   // Activations of the last forward (sized for max_B_ x max_T_).
-  int B_ = 0, T_ = 0;
-  bool have_targets_ = false;
-  HostBuffer<int32_t> tokens_, targets_;
   HostBuffer<float> encoded_;                          // (B,T,C)
   HostBuffer<float> attn_norm_, attn_rstd_;            // (L,B,T,C), (L,B,T)
   HostBuffer<float> qkv_, atty_, att_;                 // (L,B,T,QKV) after RoPE, (L,B,T,C),
@@ -83,7 +70,6 @@ class Llama final : public Model {
   HostBuffer<float> residual2_, mlp_norm_, mlp_rstd_;  // (L,B,T,C) x2, (L,B,T)
   HostBuffer<float> gate_up_, swiglu_, residual3_;     // (L,B,T,2F), (L,B,T,F), (L,B,T,C)
   HostBuffer<float> norm_f_out_, norm_f_rstd_;         // (B,T,C), (B,T)
-  HostBuffer<float> logits_, losses_;                  // (B,T,Vp), (B,T)
   // Backward scratch, reused by every layer.
   HostBuffer<float> dresidual_, dbt_c_, dqkv_, dswiglu_, dgate_up_, datt_;
 };

@@ -1,4 +1,5 @@
-// ModelConfig::validate: every invariant the model code relies on, checked up front.
+// ModelConfig::validate: every invariant the model code relies on, checked up front. The
+// family-independent checks are here; each family's row (family.h) adds its own.
 #include "model/model_config.h"
 
 #include "core/error.h"
@@ -6,9 +7,7 @@
 namespace gossamer::model {
 
 void ModelConfig::validate(const std::string& p) const {
-  GOSSAMER_CHECK(family == "gpt2" || family == "llama",
-                 "%sfamily: unknown model family \"%s\" (expected \"gpt2\" or \"llama\")",
-                 p.c_str(), family.c_str());
+  const ModelFamilyInfo& info = family_info(family);  // throws for a value outside the enum
   GOSSAMER_CHECK(n_layer >= 1, "%sn_layer: must be >= 1, found %d", p.c_str(), n_layer);
   GOSSAMER_CHECK(d_model >= 1, "%sd_model: must be >= 1, found %d", p.c_str(), d_model);
   GOSSAMER_CHECK(n_head >= 1 && d_model % n_head == 0, "%sn_head: must divide d_model=%d, found %d",
@@ -23,27 +22,7 @@ void ModelConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(d_ff >= 0, "%sd_ff: must be >= 0, found %d", p.c_str(), d_ff);
   GOSSAMER_CHECK(rope_theta > 0, "%srope_theta: must be > 0, found %g", p.c_str(), rope_theta);
   GOSSAMER_CHECK(norm_eps > 0, "%snorm_eps: must be > 0, found %g", p.c_str(), norm_eps);
-  if (family == "gpt2") {
-    GOSSAMER_CHECK(n_kv_head == 0 || n_kv_head == n_head,
-                   "%sn_kv_head: gpt2 has no grouped-query attention (leave it 0), found %d",
-                   p.c_str(), n_kv_head);
-    GOSSAMER_CHECK(d_ff == 0 || d_ff == 4 * d_model,
-                   "%sd_ff: gpt2's MLP is 4*d_model=%d wide (leave it 0), found %d", p.c_str(),
-                   4 * d_model, d_ff);
-    GOSSAMER_CHECK(rope_theta == ModelConfig{}.rope_theta,
-                   "%srope_theta: gpt2 has no rotary embedding (leave it out), found %g", p.c_str(),
-                   rope_theta);
-    GOSSAMER_CHECK(norm_eps == ModelConfig{}.norm_eps,
-                   "%snorm_eps: gpt2's LayerNorm epsilon is fixed at 1e-5 (leave it out), found %g",
-                   p.c_str(), norm_eps);
-  }
-  if (family == "llama") {
-    const int hs = d_model / n_head;
-    GOSSAMER_CHECK(hs % 2 == 0,
-                   "%sn_head: llama's rotary embedding needs an even head size d_model/n_head, "
-                   "found %d/%d = %d",
-                   p.c_str(), d_model, n_head, hs);
-  }
+  info.validate(*this, p);
   GOSSAMER_CHECK(init_std > 0, "%sinit_std: must be > 0, found %g", p.c_str(), init_std);
 }
 

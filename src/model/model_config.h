@@ -1,15 +1,18 @@
 // ModelConfig: the shape of a model. Plain data; the `visit` method lists every field once
 // with its documentation, and the same list drives JSON parsing, the resolved-config dump
-// and the config reference (docs/CONFIG.md). Derived values are computed, never stored.
+// and the config reference (docs/CONFIG.md). Derived values are computed, never stored;
+// what depends on the family comes from its row of the family table (family.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "model/family.h"
+
 namespace gossamer::model {
 
 struct ModelConfig {
-  std::string family = "gpt2";
+  ModelFamily family = ModelFamily::MODEL_FAMILY_GPT2;
   int n_layer = 4;
   int n_head = 4;
   int d_model = 128;
@@ -19,15 +22,16 @@ struct ModelConfig {
   double init_std = 0.02;
   // Llama only (ignored, and required to keep their defaults, for gpt2):
   int n_kv_head = 0;          // 0: n_head (multi-head attention)
-  int d_ff = 0;               // 0: the family's default (gpt2 4C; llama see d_ff_resolved)
+  int d_ff = 0;               // 0: the family's default (its default_d_ff in family.h)
   double rope_theta = 10000;  // rotary embedding base
   double norm_eps = 1e-5;     // RMSNorm epsilon
 
   template <class V>
   void visit(V& v) {
     v("family", family,
-      "model family: \"gpt2\" (learned positions, LayerNorm, GELU MLP, biases, tied embeddings) or "
-      "\"llama\" (RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, no biases, untied head)");
+      "model architecture; gpt2: learned positions, LayerNorm, GELU MLP, biases, tied "
+      "embeddings; llama: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, no biases, untied "
+      "head");
     v("n_layer", n_layer, "number of transformer blocks");
     v("n_head", n_head,
       "attention (query) heads; must divide d_model (llama: head size d_model/n_head even, for "
@@ -53,11 +57,7 @@ struct ModelConfig {
     return padded_vocab > 0 ? padded_vocab : (vocab_size + 127) / 128 * 128;
   }
   int n_kv_head_resolved() const { return n_kv_head > 0 ? n_kv_head : n_head; }
-  int d_ff_resolved() const {
-    if (d_ff > 0) return d_ff;
-    if (family == "llama") return (8 * d_model / 3 + 255) / 256 * 256;
-    return 4 * d_model;
-  }
+  int d_ff_resolved() const { return d_ff > 0 ? d_ff : family_info(family).default_d_ff(d_model); }
   // Throws gossamer::Error naming the key (prefixed by `path`, e.g. "model.") when invalid.
   void validate(const std::string& path = "model.") const;
 };

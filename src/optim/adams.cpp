@@ -1,5 +1,6 @@
-// AdamS update rule on a slice of the flat parameters (ALGORITHMS.md 1): one state tensor m,
-// half of AdamW's state; one fused op call per run of views with the same weight-decay flag.
+// AdamS update rule on a slice of the flat parameters (docs/SCAPE.md, "AdamS"): one state
+// tensor m, half of AdamW's state; one fused op call per run of views with the same weight-decay
+// flag.
 #include "core/buffer.h"
 #include "core/error.h"
 #include "optim/update_rule.h"

@@ -20,19 +20,9 @@ std::unique_ptr<Optimizer> make_data_parallel(const OptimizerSetup& setup, RuleF
 }
 
 DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
-    : cfg_(setup.config),
+    : ShardedOptimizer(setup, /*sharded=*/setup.parallel.zero_stage > 0),
       par_(setup.parallel),
-      ops_(setup.ops),
-      comm_(setup.comm),
-      control_(setup.control),
-      world_(setup.comm.size()),
-      rank_(setup.comm.rank()),
-      total_(setup.layout.total()),
-      bf16_(setup.parallel.comm_dtype == CommDtype::COMM_DTYPE_BF16),
-      shards_(setup.layout.total(), setup.comm.size()) {
-  const bool zero = par_.zero_stage > 0;
-  lo_ = zero ? shards_.begin(rank_) : 0;
-  hi_ = zero ? shards_.end(rank_) : total_;
+      bf16_(setup.parallel.comm_dtype == CommDtype::COMM_DTYPE_BF16) {
   const size_t bucket = std::max<size_t>(1, size_t(par_.bucket_mb * 1e6 / sizeof(float)));
   for (size_t a = 0; a < total_; a += bucket) {
     Bucket b{a, std::min(total_, a + bucket), {}};

@@ -23,6 +23,7 @@
 #include "core/buffer.h"
 #include "optim/optimizer.h"
 #include "optim/shard_layout.h"
+#include "optim/sharded_optimizer.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -35,7 +36,7 @@ using RuleFactory = std::unique_ptr<UpdateRule> (*)(const OptimizerConfig& confi
 // The registry's factory for a dense method: `rule` on the slice this rank updates.
 std::unique_ptr<Optimizer> make_data_parallel(const OptimizerSetup& setup, RuleFactory rule);
 
-class DataParallel final : public Optimizer {
+class DataParallel final : public ShardedOptimizer {
  public:
   DataParallel(const OptimizerSetup& setup, RuleFactory make_rule);
   ~DataParallel() override;
@@ -64,15 +65,8 @@ class DataParallel final : public Optimizer {
   void launch_remaining();
   void finish_all();  // waits for launched buckets; unpacks bf16
 
-  OptimizerConfig cfg_;
   ParallelConfig par_;
-  const kernels::OpTable& ops_;
-  comm::Communicator& comm_;
-  comm::Communicator& control_;
-  int world_, rank_;
-  size_t total_, lo_, hi_;
   bool bf16_;
-  ShardLayout shards_;  // the ZeRO split of the flat space
   std::vector<Bucket> buckets_;
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<uint16_t> wire_;   // bf16 staging, flat layout

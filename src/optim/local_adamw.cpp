@@ -16,10 +16,7 @@ std::unique_ptr<Optimizer> make_local_adamw(const OptimizerSetup& setup) {
 }
 
 LocalAdamW::LocalAdamW(const OptimizerSetup& setup)
-    : cfg_(setup.config),
-      ops_(setup.ops),
-      comm_(setup.comm),
-      total_(setup.layout.total()),
+    : ShardedOptimizer(setup, /*sharded=*/false),  // each rank updates all of its replica
       rule_(make_adamw_rule(cfg_, setup.layout, ops_, 0, total_)) {}
 
 StepResult LocalAdamW::step(const StepContext& ctx) {
@@ -63,7 +60,7 @@ bool LocalAdamW::evaluation_weights(std::span<float> out) {
   GOSSAMER_CHECK(out.size() == total_, "local_adamw: evaluation buffer of %zu, layout %zu",
                  out.size(), total_);
   std::copy(params_.begin(), params_.end(), out.begin());
-  const int world = comm_.size();
+  const int world = world_;
   if (world > 1) {
     comm_.all_reduce(out.data(), total_, comm::DType::F32, comm::ReduceOp::SUM).wait();
     ops_.scale(out.data(), float(1.0 / world), total_);

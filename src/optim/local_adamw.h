@@ -11,6 +11,7 @@
 
 #include "core/buffer.h"
 #include "optim/optimizer.h"
+#include "optim/sharded_optimizer.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -18,7 +19,7 @@ namespace gossamer::optim {
 // The registry's factory.
 std::unique_ptr<Optimizer> make_local_adamw(const OptimizerSetup& setup);
 
-class LocalAdamW final : public Optimizer {
+class LocalAdamW final : public ShardedOptimizer {
  public:
   explicit LocalAdamW(const OptimizerSetup& setup);
 
@@ -33,10 +34,6 @@ class LocalAdamW final : public Optimizer {
  private:
   void on_attach() override;
 
-  OptimizerConfig cfg_;
-  const kernels::OpTable& ops_;
-  comm::Communicator& comm_;
-  size_t total_;
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<float> replica_;  // a checkpoint's replica, until attach() copies it in
   bool loaded_ = false;

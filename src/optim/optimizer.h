@@ -70,6 +70,12 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual const char* name() const = 0;
   virtual Replicas replicas() const = 0;
+  // Whether the replicas are identical right after the last step: always for
+  // REPLICAS_IDENTICAL_EVERY_STEP, at round ends for REPLICAS_IDENTICAL_AT_ROUND_END (such
+  // methods override this), never for REPLICAS_INDEPENDENT. The replica check runs only then.
+  virtual bool replicas_identical_now() const {
+    return replicas() == Replicas::REPLICAS_IDENTICAL_EVERY_STEP;
+  }
 
   // Hands over the model's flat parameter and gradient buffers (layout-sized; both outlive
   // the optimizer). Called once, before the first micro-batch. Methods that impose an

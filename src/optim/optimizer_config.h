@@ -24,7 +24,7 @@ struct AdamsConfig {
   void visit(V& v) {
     v("form", form,
       "code: the official code's bias-corrected form; paper: without bias correction "
-      "(ALGORITHMS.md 1.2)");
+      "(docs/SCAPE.md)");
   }
 };
 

@@ -41,28 +41,19 @@ void ScapeConfig::validate(const std::string& p) const {
 }
 
 Scape::Scape(const OptimizerSetup& setup)
-    : cfg_(setup.config),
+    : ShardedOptimizer(setup, /*sharded=*/setup.parallel.zero_stage >= 1),
       sc_(setup.config.scape),
-      ops_(setup.ops),
-      comm_(setup.comm),
-      control_(setup.control),
-      world_(setup.comm.size()),
-      rank_(setup.comm.rank()),
-      total_(setup.layout.total()),
       sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
       code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
       density_(1.0 - sc_.sparsity),
       reading_b_(sc_.reading == ScapeReading::SCAPE_READING_B),
-      use_residual_(!reading_b_ && sc_.residual),
-      shards_(setup.layout.total(), setup.comm.size()) {
+      use_residual_(!reading_b_ && sc_.residual) {
   GOSSAMER_CHECK(setup.parallel.zero_stage <= 1,
                  "parallel.zero_stage: scape shards like ZeRO-1 (1) or keeps its momentum "
                  "replicated (0); found %d",
                  setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
-  lo_ = sharded_ ? shards_.begin(rank_) : 0;
-  hi_ = sharded_ ? shards_.end(rank_) : total_;
   const size_t owned = hi_ - lo_;
   m_ = HostBuffer<float>(owned);
   if (use_residual_) residual_ = HostBuffer<float>(total_);

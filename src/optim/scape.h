@@ -1,5 +1,5 @@
-// SCAPE: sparse communication on top of AdamS (ALGORITHMS.md 2.2, readings A and B; our
-// reading in docs/SCAPE.md; config section optimizer.scape).
+// SCAPE: sparse communication on top of AdamS (arXiv 2607.01678; our readings A and B in
+// docs/SCAPE.md; config section optimizer.scape).
 // Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns the contiguous slice S_r of the flat
 // space, keeps AdamS's momentum m for it, and at the end of step t selects the exact top-k_r of
 // its slice by the mask score (k_r = ceil((1 - sparsity) |S_r|)). That mask shard is
@@ -25,6 +25,7 @@
 #include "core/buffer.h"
 #include "optim/optimizer.h"
 #include "optim/shard_layout.h"
+#include "optim/sharded_optimizer.h"
 #include "optim/sparse_mask.h"
 
 namespace gossamer::optim {
@@ -32,7 +33,7 @@ namespace gossamer::optim {
 // The registry's factory.
 std::unique_ptr<Optimizer> make_scape(const OptimizerSetup& setup);
 
-class Scape final : public Optimizer {
+class Scape final : public ShardedOptimizer {
  public:
   explicit Scape(const OptimizerSetup& setup);
   ~Scape() override;
@@ -81,20 +82,12 @@ class Scape final : public Optimizer {
   // gradient norm.
   float* accumulate_local_momentum(const float* g, double* local_sq);
 
-  OptimizerConfig cfg_;
   ScapeConfig sc_;
-  const kernels::OpTable& ops_;
-  comm::Communicator& comm_;
-  comm::Communicator& control_;
-  int world_, rank_;
-  size_t total_;
-  bool sharded_;  // zero_stage 1 (with more than one rank)
+  bool sharded_;  // zero_stage 1 with more than one rank
   bool code_form_;
   double density_;
   bool reading_b_;                   // optimizer.scape.reading "B"
   bool use_residual_;                // reading A with optimizer.scape.residual
-  ShardLayout shards_;               // the ZeRO-1 split of the flat space (when sharded)
-  size_t lo_, hi_;                   // the slice this rank owns (all of it when not sharded)
   HostBuffer<float> m_;              // momentum of the owned slice
   HostBuffer<float> residual_;       // e_r, the whole flat space (reading A with residual)
   HostBuffer<float> local_m_;        // u_r, the whole flat space (reading B)

@@ -16,32 +16,29 @@ using optim::StateDType;
 using optim::StateScope;
 using optim::StateTensor;
 
-comm::DType wire_dtype(StateDType d) {
-  switch (d) {
-    case StateDType::STATE_DTYPE_F32:
-      return comm::DType::F32;
-    case StateDType::STATE_DTYPE_BF16:
-      return comm::DType::BF16;
-    case StateDType::STATE_DTYPE_I32:
-      return comm::DType::I32;
-    case StateDType::STATE_DTYPE_U8:
-      return comm::DType::U8;
-  }
-  fail("optimizer state: unknown dtype");
-}
+// A state dtype on the wire and in the file.
+struct DTypeRow {
+  StateDType state;
+  comm::DType wire;
+  io::DType file;
+};
+constexpr DTypeRow kDTypes[] = {
+    {StateDType::STATE_DTYPE_F32, comm::DType::F32, io::DType::DTYPE_F32},
+    {StateDType::STATE_DTYPE_BF16, comm::DType::BF16, io::DType::DTYPE_BF16},
+    {StateDType::STATE_DTYPE_I32, comm::DType::I32, io::DType::DTYPE_I32},
+    {StateDType::STATE_DTYPE_U8, comm::DType::U8, io::DType::DTYPE_U8},
+};
 
+const DTypeRow& row_of(StateDType d) {
+  for (const DTypeRow& r : kDTypes)
+    if (r.state == d) return r;
+  fail("optimizer state: unknown dtype %d", int(d));
+}
+comm::DType wire_dtype(StateDType d) {
+  return row_of(d).wire;
+}
 io::DType file_dtype(StateDType d) {
-  switch (d) {
-    case StateDType::STATE_DTYPE_F32:
-      return io::DType::DTYPE_F32;
-    case StateDType::STATE_DTYPE_BF16:
-      return io::DType::DTYPE_BF16;
-    case StateDType::STATE_DTYPE_I32:
-      return io::DType::DTYPE_I32;
-    case StateDType::STATE_DTYPE_U8:
-      return io::DType::DTYPE_U8;
-  }
-  fail("optimizer state: unknown dtype");
+  return row_of(d).file;
 }
 
 std::string rank_tensor_name(const std::string& name, int rank) {

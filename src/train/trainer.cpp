@@ -31,6 +31,7 @@
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
+#include "model/family.h"
 #include "model/model.h"
 #include "optim/lr_schedule.h"
 #include "optim/registry.h"
@@ -160,6 +161,7 @@ class TrainingRun {
   Rng sample_rng_;
   double step_time_sum_ = 0;
   int64_t timed_steps_ = 0, steps_this_run_ = 0;
+  bool replica_check_due_ = false;
 };
 
 TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
@@ -229,8 +231,8 @@ void TrainingRun::check_replica_contract() const {
                  optimizer_->name(), optim::replicas_name(replicas));
   if (every > 0 && replicas == optim::Replicas::REPLICAS_IDENTICAL_AT_ROUND_END && rank_ == 0)
     log_info(
-        "parallel.check_replicas_every: %s's replicas are %s; they are compared at those "
-        "steps only",
+        "parallel.check_replicas_every: %s's replicas are %s; they are compared at the first "
+        "round end at or after every N-th step",
         optimizer_->name(), optim::replicas_name(replicas));
 }
 
@@ -240,8 +242,8 @@ void TrainingRun::log_setup() const {
   log_info(
       "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
       "(padded %d)",
-      mc.family.c_str(), m.layout().total(), m.layout().total() / 1e6, mc.n_layer, mc.d_model,
-      mc.n_head, mc.vocab_size, mc.padded_vocab_resolved());
+      model::family_name(mc.family), m.layout().total(), m.layout().total() / 1e6, mc.n_layer,
+      mc.d_model, mc.n_head, mc.vocab_size, mc.padded_vocab_resolved());
   log_info(
       "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
       "tokens per step",
@@ -310,9 +312,12 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
                    (long long)t, r.loss, rank_);
   }
   const int64_t every = config_.parallel.check_replicas_every;
-  if (every > 0 && t % every == 0 &&
-      optimizer_->replicas() == optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP)
+  // Every N-th step, or the first step after it where the replicas are meant to be identical.
+  if (every > 0 && t % every == 0) replica_check_due_ = true;
+  if (replica_check_due_ && optimizer_->replicas_identical_now()) {
     check_replicas_identical(comm_, model_->params(), t);
+    replica_check_due_ = false;
+  }
   r.comm = comm_.stats().since(before);
   r.seconds = clock.seconds();
   return r;

@@ -40,7 +40,7 @@ std::string write_temp(const std::string& text) {
 
 TEST(RunConfig, EmptyObjectGivesDocumentedDefaults) {
   train::RunConfig c = train::parse_run_config(json::object(), "x.json");
-  EXPECT_EQ(c.model.family, "gpt2");
+  EXPECT_EQ(c.model.family, model::ModelFamily::MODEL_FAMILY_GPT2);
   EXPECT_EQ(c.schedule.decay, optim::Decay::DECAY_COSINE);
   EXPECT_EQ(c.parallel.backend, comm::Backend::BACKEND_AUTO);
   EXPECT_EQ(c.optimizer.name, "adamw");
@@ -96,6 +96,13 @@ TEST(RunConfig, WrongTypesAreErrorsNamingKeyExpectedAndFound) {
             std::string::npos);
   EXPECT_NE(err({{"optimizer", {{"lr", "fast"}}}}).find("optimizer.lr: expected a number"),
             std::string::npos);
+  // model.family is an enum: an unknown name lists the accepted ones.
+  EXPECT_NE(err({{"model", {{"family", "bert"}}}})
+                .find("r.json: model.family: expected a string, one of \"gpt2\" or \"llama\", "
+                      "found string \"bert\""),
+            std::string::npos);
+  EXPECT_EQ(train::parse_run_config({{"model", {{"family", "llama"}}}}, "r.json").model.family,
+            model::ModelFamily::MODEL_FAMILY_LLAMA);
 }
 
 TEST(RunConfig, InvariantsNameTheKeys) {

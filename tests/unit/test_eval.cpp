@@ -42,7 +42,7 @@ class ByteTokenizer final : public data::Tokenizer {
 
 model::ModelConfig tiny_config(int max_seq) {
   model::ModelConfig c;
-  c.family = "gpt2";
+  c.family = model::ModelFamily::MODEL_FAMILY_GPT2;
   c.n_layer = 2;
   c.n_head = 2;
   c.d_model = 32;

@@ -120,12 +120,12 @@ struct ParityCase {
   int B = 0, T = 0;
 };
 
-// GPT-2: the golden model of tests/assets/gpt2_golden.safetensors (make_golden_gpt2.py).
+// GPT-2: the golden model of tests/assets/gpt2_golden.safetensors (make_golden.py --family gpt2).
 ParityCase gpt2_parity_case() {
   const io::SafetensorsReader g(assets_dir() + "/gpt2_golden.safetensors");
   auto meta = [&](const char* k) { return std::stoi(g.metadata(k)); };
   model::ModelConfig cfg;
-  cfg.family = "gpt2";
+  cfg.family = model::ModelFamily::MODEL_FAMILY_GPT2;
   cfg.n_layer = meta("n_layer");
   cfg.n_head = meta("n_head");
   cfg.d_model = meta("d_model");
@@ -146,7 +146,7 @@ ParityCase gpt2_parity_case() {
 
 model::ModelConfig llama_parity_config() {
   model::ModelConfig cfg;
-  cfg.family = "llama";
+  cfg.family = model::ModelFamily::MODEL_FAMILY_LLAMA;
   cfg.n_layer = 2;
   cfg.n_head = 4;
   cfg.n_kv_head = 2;  // grouped-query attention
@@ -248,7 +248,7 @@ double live_reference_error(ParityCase c) {
 
 model::ModelConfig small_config(const std::string& family) {
   model::ModelConfig cfg;
-  cfg.family = family;
+  cfg.family = *enum_from_name<model::ModelFamily>(family);
   cfg.n_layer = 2;
   cfg.n_head = 4;
   cfg.d_model = 64;
@@ -265,7 +265,7 @@ std::string make_run(const TmpDir& tmp, const model::ModelConfig& cfg, uint64_t 
   auto m = model::make_model(cfg, 1, 1, kernels::cpu_ops());
   m->init_weights(seed);
   auto opt = optim::make_optimizer(rc.optimizer, m->layout(), kernels::cpu_ops());
-  const std::string run = tmp / ("run-" + cfg.family);
+  const std::string run = tmp / (std::string("run-") + model::family_name(cfg.family));
   train::save_checkpoint(run, *m, *opt, train::TrainerState{}, train::to_json(rc));
   return run;
 }

@@ -116,7 +116,7 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
 
 namespace {
 
-// Reference AdamS, scalar double, the formulas of ALGORITHMS.md 1.2.
+// Reference AdamS, scalar double, the formulas of docs/SCAPE.md ("AdamS").
 void adams_ref(double& p, double g, double& m, double lr, double b1, double b2, double eps,
                double wd, int t, bool code_form) {
   const double c = code_form ? 1 - std::pow(b1, t) : 1.0;

@@ -1,7 +1,8 @@
 // Tests of io/safetensors: round trips over dtypes and shapes (0-d and empty included),
 // metadata, byte-exact layout against the format spec (as the reference implementation writes
 // it), every validation error (each must name the file and the tensor), atomic writes, and
-// that the GPT-2 golden asset (scripts/make_golden_gpt2.py) loads with the expected tensors.
+// that the GPT-2 golden asset (scripts/make_golden.py --family gpt2) loads with the expected
+// tensors.
 #include "io/safetensors.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,72 @@
+// Model families: the enum `model.family` parses into (EnumNames<ModelFamily> holds the names
+// config files use), and the one table of what differs per family at the model level: the
+// factory, the validation of family-specific settings and the default MLP width. Each row's
+// functions live with the family's model (gpt2.cpp, llama.cpp). Code outside src/model that
+// depends on the family keys its own table on the enum (src/hf/hf_family.h), never on a name.
+// Invariant: every ModelFamily value has exactly one row, and model_families() lists the rows
+// in enum order.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/enum_names.h"
+
+namespace gossamer::kernels {
+template <class Real>
+struct BasicOpTable;
+using OpTable = BasicOpTable<float>;
+}  // namespace gossamer::kernels
+
+namespace gossamer::model {
+
+enum class ModelFamily {
+  MODEL_FAMILY_GPT2,   // learned positions, LayerNorm, GELU MLP, biases, tied embeddings
+  MODEL_FAMILY_LLAMA,  // RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied head
+};
+
+}  // namespace gossamer::model
+
+namespace gossamer {
+
+template <>
+struct EnumNames<model::ModelFamily> {
+  static constexpr std::pair<model::ModelFamily, std::string_view> values[] = {
+      {model::ModelFamily::MODEL_FAMILY_GPT2, "gpt2"},
+      {model::ModelFamily::MODEL_FAMILY_LLAMA, "llama"},
+  };
+};
+
+}  // namespace gossamer
+
+namespace gossamer::model {
+
+// The family's name in configs ("gpt2"), NUL-terminated (the names are string literals).
+inline const char* family_name(ModelFamily family) {
+  return enum_name(family).data();
+}
+
+struct ModelConfig;
+class Model;
+
+struct ModelFamilyInfo {
+  ModelFamily family;
+  // MLP hidden width when model.d_ff is 0.
+  int (*default_d_ff)(int d_model);
+  // Checks the settings this family constrains, after the family-independent checks; throws
+  // gossamer::Error naming the key (prefixed by `path`, e.g. "model.").
+  void (*validate)(const ModelConfig& config, const std::string& path);
+  // Builds the family's model for a validated config.
+  std::unique_ptr<Model> (*make)(const ModelConfig& config, int max_batch, int max_seq,
+                                 const kernels::OpTable& ops);
+};
+
+// Every row, in enum order.
+std::span<const ModelFamilyInfo> model_families();
+// The row of `family`; throws naming model.family for a value outside the enum.
+const ModelFamilyInfo& family_info(ModelFamily family);
+
+}  // namespace gossamer::model
