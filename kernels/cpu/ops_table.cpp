@@ -56,8 +56,13 @@ constexpr BasicOpTable<Real> make_cpu_table() {
 constexpr OpTable kCpuOps = make_cpu_table<float>();
 constexpr BasicOpTable<double> kCpuOpsF64 = make_cpu_table<double>();
 
+// GCC's -fsanitize=undefined makes comparing a function's address with null non-constant, so the
+// sanitizer build leaves this check to -Wmissing-field-initializers and the unit test
+// OpTable.CpuTablesSetEveryEntry.
+#ifndef GOSSAMER_SANITIZE_BUILD
 static_assert(first_unset_op(kCpuOps) == nullptr, "the float CPU op table has an unset entry");
 static_assert(first_unset_op(kCpuOpsF64) == nullptr, "the double CPU op table has an unset entry");
+#endif
 
 }  // namespace
 

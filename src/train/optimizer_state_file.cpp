@@ -165,6 +165,10 @@ void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, 
   const int saved_world = typed ? std::stoi(reader.metadata("world_size")) : 0;
   for (const StateTensor& s : optimizer.state()) {
     if (s.scope == StateScope::STATE_SCOPE_PER_RANK) {
+      GOSSAMER_CHECK(typed,
+                     "%s: optimizer state %s is per rank, and this file was written before "
+                     "per-rank state existed",
+                     path.c_str(), s.name.c_str());
       GOSSAMER_CHECK(saved_world == world,
                      "%s: optimizer state %s is per rank (each rank's own), saved at %d rank(s); "
                      "this run has %d: resume at %d rank(s), or start a new run from the weights "
