@@ -109,6 +109,17 @@ Inputs open_inputs(const RunConfig& config, int world) {
   return in;
 }
 
+RunConfig validated(RunConfig config, int world) {
+  config.validate(world);
+  return config;
+}
+
+// The CPU op table, after this process's threads and gemm backend were set.
+const kernels::OpTable& cpu_ops_configured(const kernels::cpu::KernelsConfig& kernels, int world) {
+  kernels::cpu::configure_cpu_kernels(kernels, comm::ranks_on_this_node(world));
+  return kernels::cpu_ops();
+}
+
 // What one step produced, as every rank agrees on it (or as this rank saw it, on steps without
 // agreement).
 struct StepRecord {
@@ -167,7 +178,7 @@ class TrainingRun {
 TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
                          const std::string& init_from)
     : comm_(comm),
-      config_((config.validate(comm.size()), std::move(config))),
+      config_(validated(std::move(config), comm.size())),
       tc_(config_.train),
       world_(comm.size()),
       rank_(comm.rank()),
@@ -175,8 +186,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const std::
       T_(config_.data.seq_len),
       accum_(config_.grad_accum_steps(world_)),
       tokens_per_step_(int64_t(B_) * T_ * world_ * accum_),
-      ops_((kernels::cpu::configure_cpu_kernels(config_.kernels, comm::ranks_on_this_node(world_)),
-            kernels::cpu_ops())),
+      ops_(cpu_ops_configured(config_.kernels, world_)),
       inputs_(open_inputs(config_, world_)),
       tokens_(size_t(B_) * T_),
       targets_(size_t(B_) * T_) {
