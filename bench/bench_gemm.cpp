@@ -169,6 +169,19 @@ struct Buffers {
   std::vector<float> a, b, c0, c;
 };
 
+// A and B filled from seeds 1 and 2, C0 from seed 3, C a copy of C0.
+Buffers make_buffers(const Shape& s) {
+  Buffers buf;
+  buf.a.resize(s.a_size());
+  buf.b.resize(s.b_size());
+  buf.c0.resize(s.c_size());
+  fill(buf.a, 1);
+  fill(buf.b, 2);
+  fill(buf.c0, 3);
+  buf.c = buf.c0;
+  return buf;
+}
+
 // Max over sampled entries of |C - ref| / (K * eps * sum_k |a_ik b_kj|): <= 1 for any correct
 // float summation order, so > 1 marks a wrong kernel.
 double check(const Shape& s, const Buffers& buf) {
@@ -219,14 +232,7 @@ struct Result {
 };
 
 Result measure(const Shape& s, const Options& o) {
-  Buffers buf;
-  buf.a.resize(s.a_size());
-  buf.b.resize(s.b_size());
-  buf.c0.resize(s.c_size());
-  fill(buf.a, 1);
-  fill(buf.b, 2);
-  fill(buf.c0, 3);
-  buf.c = buf.c0;
+  Buffers buf = make_buffers(s);
   Result r;
   double first_s = 0.0;
   for (int i = 0; i < kNumImpls; ++i) {
@@ -265,13 +271,7 @@ void run_mixed(const Options& o) {
   for (int bt : o.bts) {
     for (int c : o.cs) {
       for (const Shape& s : layer_shapes("fc", bt, c)) {
-        Buffers buf;
-        buf.a.resize(s.a_size());
-        buf.b.resize(s.b_size());
-        buf.c.resize(s.c_size());
-        fill(buf.a, 1);
-        fill(buf.b, 2);
-        fill(buf.c, 3);
+        Buffers buf = make_buffers(s);
         std::vector<float> act(buf.c.size());
         auto loop = [&] {  // a cheap elementwise pass, like a GELU over the output
 #pragma omp parallel for schedule(static)
@@ -307,6 +307,111 @@ void run_mixed(const Options& o) {
   }
 }
 
+// One row of the table: a shape and the (BT, C) it came from (0, 0 for --sweep cubes).
+struct Job {
+  int bt, c;
+  Shape s;
+};
+
+// --sweep: the three layouts of each cube; otherwise every layer's shapes for every (BT, C).
+std::vector<Job> make_jobs(const Options& o) {
+  std::vector<Job> jobs;
+  for (int n : o.sweep) {
+    jobs.push_back({0, 0, {"cube.fwd", false, true, n, n, n, 0.0f}});
+    jobs.push_back({0, 0, {"cube.dinp", false, false, n, n, n, 1.0f}});
+    jobs.push_back({0, 0, {"cube.dW", true, false, n, n, n, 1.0f}});
+  }
+  if (o.sweep.empty()) {
+    for (int bt : o.bts)
+      for (int c : o.cs)
+        for (const std::string& layer : o.layers)
+          for (const Shape& s : layer_shapes(layer, bt, c)) jobs.push_back({bt, c, s});
+  }
+  return jobs;
+}
+
+// The markdown table of measure() results and the totals printed under it.
+class Table {
+ public:
+  Table() {
+    std::printf(
+        "| BT | C | gemm | ta tb beta | M x N x K | GFLOP | openblas ms | GF/s | "
+        "onednn-matmul ms | GF/s | onednn-sgemm ms | GF/s | fastest | onednn picks | "
+        "auto picks | reps |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  }
+
+  // Prints the job's row and adds it to the totals. Wrong results never count as fastest.
+  void add(const Job& job, const Result& r) {
+    const Shape& s = job.s;
+    auto pick = [&](GemmBackend be) {
+      cpu::gemm_set_backend(be);
+      return cpu::gemm_impl_for(s.ta, s.tb, s.M, s.N, s.K, 1.0f, s.beta);
+    };
+    const int auto_i = impl_index(pick(GemmBackend::GEMM_BACKEND_AUTO));
+    const int onednn_i = impl_index(pick(GemmBackend::GEMM_BACKEND_ONEDNN));
+    double gfs[kNumImpls];
+    int fastest = -1;
+    for (int i = 0; i < kNumImpls; ++i) {
+      gfs[i] = s.gflop() / (r.ms[i] * 1e-3);
+      if (!r.ok[i]) {
+        ++wrong_;
+        continue;
+      }
+      total_ms_[i] += r.ms[i];
+      if (gfs[i] > best_[i]) {
+        best_[i] = gfs[i];
+        best_shape_[i] = gossamer::strprintf("BT=%d C=%d %s %dx%dx%d", job.bt, job.c,
+                                             s.name.c_str(), s.M, s.N, s.K);
+      }
+      if (fastest < 0 || r.ms[i] < r.ms[fastest]) fastest = i;
+    }
+    total_auto_ += r.ms[auto_i];
+    total_onednn_ += r.ms[onednn_i];
+    if (fastest >= 0) total_oracle_ += r.ms[fastest];
+    // A miss: AUTO's pick is more than 10% slower than the fastest implementation.
+    if (fastest >= 0 && r.ms[auto_i] > 1.1 * r.ms[fastest]) ++auto_misses_;
+    ++rows_;
+    std::string cells;
+    for (int i = 0; i < kNumImpls; ++i) {
+      cells += r.ok[i] ? gossamer::strprintf(" %.4g | %.1f |", r.ms[i], gfs[i])
+                       : gossamer::strprintf(" WRONG (err %.2g) | - |", r.err[i]);
+    }
+    std::printf("| %d | %d | %s | %d %d %g | %dx%dx%d | %.4g |%s %s | %s | %s | %d |\n", job.bt,
+                job.c, s.name.c_str(), s.ta, s.tb, s.beta, s.M, s.N, s.K, s.gflop(), cells.c_str(),
+                fastest < 0 ? "-" : cpu::gemm_impl_name(kImpls[fastest]),
+                cpu::gemm_impl_name(kImpls[onednn_i]), cpu::gemm_impl_name(kImpls[auto_i]), r.reps);
+    std::fflush(stdout);
+  }
+
+  // Prints the totals; returns the number of wrong results.
+  int finish() const {
+    std::printf("\n/proc/loadavg at end: %s\nshapes: %d, wrong results: %d\n", loadavg().c_str(),
+                rows_, wrong_);
+    for (int i = 0; i < kNumImpls; ++i) {
+      std::printf("best %s: %.1f GFLOP/s (%s); sum of medians %.1f ms\n",
+                  cpu::gemm_impl_name(kImpls[i]), best_[i], best_shape_[i].c_str(), total_ms_[i]);
+    }
+    std::printf("backend onednn: sum of medians %.1f ms\n", total_onednn_);
+    std::printf(
+        "backend auto: sum of medians %.1f ms (fastest-per-shape %.1f ms); auto's pick is "
+        ">10%% slower than the fastest on %d of %d shapes\n",
+        total_auto_, total_oracle_, auto_misses_, rows_);
+    std::printf("best sgemm rate seen (MFU denominator): %.1f GFLOP/s\n",
+                *std::max_element(best_, best_ + kNumImpls));
+    cpu::gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
+    std::printf("gemm_peak_gflops_measured() with auto: %.1f GFLOP/s\n",
+                cpu::gemm_peak_gflops_measured());
+    return wrong_;
+  }
+
+ private:
+  double best_[kNumImpls] = {}, total_ms_[kNumImpls] = {};
+  std::string best_shape_[kNumImpls];
+  double total_auto_ = 0.0, total_onednn_ = 0.0, total_oracle_ = 0.0;
+  int wrong_ = 0, auto_misses_ = 0, rows_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -319,91 +424,9 @@ int main(int argc, char** argv) {
       run_mixed(o);
       return 0;
     }
-    std::printf(
-        "| BT | C | gemm | ta tb beta | M x N x K | GFLOP | openblas ms | GF/s | "
-        "onednn-matmul ms | GF/s | onednn-sgemm ms | GF/s | fastest | onednn picks | "
-        "auto picks | reps |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    double best[kNumImpls] = {}, total_ms[kNumImpls] = {};
-    std::string best_shape[kNumImpls];
-    double total_auto = 0.0, total_onednn = 0.0, total_oracle = 0.0;
-    int wrong = 0, auto_misses = 0, rows = 0;
-    struct Job {
-      int bt, c;
-      Shape s;
-    };
-    std::vector<Job> jobs;
-    for (int n : o.sweep) {
-      jobs.push_back({0, 0, {"cube.fwd", false, true, n, n, n, 0.0f}});
-      jobs.push_back({0, 0, {"cube.dinp", false, false, n, n, n, 1.0f}});
-      jobs.push_back({0, 0, {"cube.dW", true, false, n, n, n, 1.0f}});
-    }
-    if (o.sweep.empty()) {
-      for (int bt : o.bts)
-        for (int c : o.cs)
-          for (const std::string& layer : o.layers)
-            for (const Shape& s : layer_shapes(layer, bt, c)) jobs.push_back({bt, c, s});
-    }
-    for (const Job& job : jobs) {
-      const Shape& s = job.s;
-      const Result r = measure(s, o);
-      auto pick = [&](GemmBackend be) {
-        cpu::gemm_set_backend(be);
-        return cpu::gemm_impl_for(s.ta, s.tb, s.M, s.N, s.K, 1.0f, s.beta);
-      };
-      const int auto_i = impl_index(pick(GemmBackend::GEMM_BACKEND_AUTO));
-      const int onednn_i = impl_index(pick(GemmBackend::GEMM_BACKEND_ONEDNN));
-      double gfs[kNumImpls];
-      int fastest = -1;
-      for (int i = 0; i < kNumImpls; ++i) {
-        gfs[i] = s.gflop() / (r.ms[i] * 1e-3);
-        if (!r.ok[i]) {
-          ++wrong;
-          continue;
-        }
-        total_ms[i] += r.ms[i];
-        if (gfs[i] > best[i]) {
-          best[i] = gfs[i];
-          best_shape[i] = gossamer::strprintf("BT=%d C=%d %s %dx%dx%d", job.bt, job.c,
-                                              s.name.c_str(), s.M, s.N, s.K);
-        }
-        if (fastest < 0 || r.ms[i] < r.ms[fastest]) fastest = i;
-      }
-      total_auto += r.ms[auto_i];
-      total_onednn += r.ms[onednn_i];
-      if (fastest >= 0) total_oracle += r.ms[fastest];
-      // A miss: AUTO's pick is more than 10% slower than the fastest implementation.
-      if (fastest >= 0 && r.ms[auto_i] > 1.1 * r.ms[fastest]) ++auto_misses;
-      ++rows;
-      std::string cells;
-      for (int i = 0; i < kNumImpls; ++i) {
-        cells += r.ok[i] ? gossamer::strprintf(" %.4g | %.1f |", r.ms[i], gfs[i])
-                         : gossamer::strprintf(" WRONG (err %.2g) | - |", r.err[i]);
-      }
-      std::printf("| %d | %d | %s | %d %d %g | %dx%dx%d | %.4g |%s %s | %s | %s | %d |\n", job.bt,
-                  job.c, s.name.c_str(), s.ta, s.tb, s.beta, s.M, s.N, s.K, s.gflop(),
-                  cells.c_str(), fastest < 0 ? "-" : cpu::gemm_impl_name(kImpls[fastest]),
-                  cpu::gemm_impl_name(kImpls[onednn_i]), cpu::gemm_impl_name(kImpls[auto_i]),
-                  r.reps);
-      std::fflush(stdout);
-    }
-    std::printf("\n/proc/loadavg at end: %s\nshapes: %d, wrong results: %d\n", loadavg().c_str(),
-                rows, wrong);
-    for (int i = 0; i < kNumImpls; ++i) {
-      std::printf("best %s: %.1f GFLOP/s (%s); sum of medians %.1f ms\n",
-                  cpu::gemm_impl_name(kImpls[i]), best[i], best_shape[i].c_str(), total_ms[i]);
-    }
-    std::printf("backend onednn: sum of medians %.1f ms\n", total_onednn);
-    std::printf(
-        "backend auto: sum of medians %.1f ms (fastest-per-shape %.1f ms); auto's pick is "
-        ">10%% slower than the fastest on %d of %d shapes\n",
-        total_auto, total_oracle, auto_misses, rows);
-    std::printf("best sgemm rate seen (MFU denominator): %.1f GFLOP/s\n",
-                *std::max_element(best, best + kNumImpls));
-    cpu::gemm_set_backend(GemmBackend::GEMM_BACKEND_AUTO);
-    std::printf("gemm_peak_gflops_measured() with auto: %.1f GFLOP/s\n",
-                cpu::gemm_peak_gflops_measured());
-    return wrong == 0 ? 0 : 1;
+    Table table;
+    for (const Job& job : make_jobs(o)) table.add(job, measure(job.s, o));
+    return table.finish() == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gemm: %s\n", e.what());
     return 1;

@@ -184,101 +184,129 @@ void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int 
   }
 }
 
+// attention_backward's operands and sizes, and its two passes (see the top of the file). Each
+// pass is one omp for, to be called inside a parallel region; the column pass reads every
+// head's scratch, so it must follow the row pass's implicit barrier.
+template <class Real>
+struct AttentionBackward {
+  Real* dqkv;
+  Real* scratch;
+  const Real* dout;
+  const Real* qkv;
+  const Real* att;
+  int B, T, C, NH, NKV;
+  int hs = C / NH;
+  int group = NH / NKV;  // query heads per kv head
+  size_t kv_width = static_cast<size_t>(NKV) * hs;
+  size_t ld = C + 2 * kv_width;  // row stride of q, k and v
+  size_t ldo = static_cast<size_t>(C);
+  size_t TT = static_cast<size_t>(T);
+  Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+  int nblocks = (T + kColBlock - 1) / kColBlock;
+
+  // End of the 16-column block containing column t (where row t's zeroed scratch ends).
+  int band_end(int t) const { return std::min(T, (t / kColBlock + 1) * kColBlock); }
+  void rows() const;
+  void columns() const;
+};
+
+// Rows t of head h: datt = dout_t . v_s; dpre = softmax backward (into scratch);
+// dq_t += dpre k.
+template <class Real>
+void AttentionBackward<Real>::rows() const {
+#pragma omp for collapse(2) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const size_t row0 = static_cast<size_t>(b) * TT * ld;
+      const Real* k = qkv + row0 + C + static_cast<size_t>(h / group) * hs;
+      const Real* v = k + kv_width;
+      Real* dq = dqkv + row0 + static_cast<size_t>(h) * hs;
+      const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
+      Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
+      const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
+      int t0 = 0;
+      for (; t0 + kTile <= T; t0 += kTile) {
+        Real* g = g_bh + t0 * TT;
+        for (int s = 0; s < t0 + kTile; s += kTile) {
+          dot_4x4(g + s, TT, go + t0 * ldo, ldo, v + s * ld, ld, hs);
+        }
+        for (int i = 0; i < kTile; ++i) {
+          softmax_backward_row(g + i * TT, a_bh + (t0 + i) * TT, t0 + i + 1, band_end(t0 + i),
+                               scale);
+        }
+        for (int s = 0; s < t0 + kTile; s += kTile) {
+          axpy_4x4(dq + t0 * ld, ld, g + s, TT, 1, k + s * ld, ld, hs);
+        }
+      }
+      for (int t = t0; t < T; ++t) {
+        Real* g = g_bh + t * TT;
+        dot_row(g, go + t * ldo, v, ld, t + 1, hs);
+        softmax_backward_row(g, a_bh + t * TT, t + 1, band_end(t), scale);
+        axpy_row(dq + t * ld, g, k, ld, t + 1, hs);
+      }
+    }
+  }
+}
+
+// Columns s of kv head kv, keys [sb, se): dk_s += sum_h sum_{t>=s} dpre_h[t,s] q_h,t and
+// dv_s += sum_h sum_{t>=s} att_h[t,s] dout_h,t over the group's query heads h in order, by
+// blocks of 16 key columns (the 4 cache lines a tile reads serve the whole block).
+template <class Real>
+void AttentionBackward<Real>::columns() const {
+#pragma omp for collapse(3) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int kv = 0; kv < NKV; ++kv) {
+      for (int blk = 0; blk < nblocks; ++blk) {
+        const size_t row0 = static_cast<size_t>(b) * TT * ld;
+        Real* dk = dqkv + row0 + C + static_cast<size_t>(kv) * hs;
+        Real* dv = dk + kv_width;
+        const int sb = blk * kColBlock;
+        const int se = std::min(T, sb + kColBlock);
+        const int se4 = sb + (se - sb) / kTile * kTile;  // end of the full 4-key groups
+        for (int h = kv * group; h < (kv + 1) * group; ++h) {
+          const Real* q = qkv + row0 + static_cast<size_t>(h) * hs;
+          const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
+          const Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
+          const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
+          int t = sb;
+          for (; t + kTile <= T; t += kTile) {
+            const Real* qt = q + t * ld;
+            const Real* got = go + t * ldo;
+            for (int s0 = sb; s0 < se4 && s0 <= t; s0 += kTile) {
+              axpy_4x4(dk + s0 * ld, ld, g_bh + t * TT + s0, 1, TT, qt, ld, hs);
+              axpy_4x4(dv + s0 * ld, ld, a_bh + t * TT + s0, 1, TT, got, ldo, hs);
+            }
+            for (int s = se4; s < se; ++s) {  // keys of a last, partial group
+              for (int j = std::max(0, s - t); j < kTile; ++j) {
+                const size_t at = (t + j) * TT + s;
+                axpy_1(dk + s * ld, g_bh[at], qt + j * ld, hs);
+                axpy_1(dv + s * ld, a_bh[at], got + j * ldo, hs);
+              }
+            }
+          }
+          for (; t < T; ++t) {  // rows left over after the 4-row groups
+            for (int s = sb; s < se && s <= t; ++s) {
+              const size_t at = t * TT + s;
+              axpy_1(dk + s * ld, g_bh[at], q + t * ld, hs);
+              axpy_1(dv + s * ld, a_bh[at], go + t * ldo, hs);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 template <class Real>
 void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
                         const Real* att, int B, int T, int C, int NH, int NKV) {
-  const int hs = C / NH;
-  const int group = NH / NKV;
-  const size_t kv_width = static_cast<size_t>(NKV) * hs;
-  const size_t ld = C + 2 * kv_width;
-  const size_t ldo = static_cast<size_t>(C);
-  const size_t TT = static_cast<size_t>(T);
-  const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
-  const int nblocks = (T + kColBlock - 1) / kColBlock;
-  auto band_end = [T](int t) { return std::min(T, (t / kColBlock + 1) * kColBlock); };
+  const AttentionBackward<Real> pass{dqkv, scratch, dout, qkv, att, B, T, C, NH, NKV};
 #pragma omp parallel
   {
-    // Rows t of head h: datt = dout_t . v_s; dpre = softmax backward (into scratch);
-    // dq_t += dpre k.
-#pragma omp for collapse(2) schedule(static)
-    for (int b = 0; b < B; ++b) {
-      for (int h = 0; h < NH; ++h) {
-        const size_t row0 = static_cast<size_t>(b) * TT * ld;
-        const Real* k = qkv + row0 + C + static_cast<size_t>(h / group) * hs;
-        const Real* v = k + kv_width;
-        Real* dq = dqkv + row0 + static_cast<size_t>(h) * hs;
-        const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
-        Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
-        const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
-        int t0 = 0;
-        for (; t0 + kTile <= T; t0 += kTile) {
-          Real* g = g_bh + t0 * TT;
-          for (int s = 0; s < t0 + kTile; s += kTile) {
-            dot_4x4(g + s, TT, go + t0 * ldo, ldo, v + s * ld, ld, hs);
-          }
-          for (int i = 0; i < kTile; ++i) {
-            softmax_backward_row(g + i * TT, a_bh + (t0 + i) * TT, t0 + i + 1, band_end(t0 + i),
-                                 scale);
-          }
-          for (int s = 0; s < t0 + kTile; s += kTile) {
-            axpy_4x4(dq + t0 * ld, ld, g + s, TT, 1, k + s * ld, ld, hs);
-          }
-        }
-        for (int t = t0; t < T; ++t) {
-          Real* g = g_bh + t * TT;
-          dot_row(g, go + t * ldo, v, ld, t + 1, hs);
-          softmax_backward_row(g, a_bh + t * TT, t + 1, band_end(t), scale);
-          axpy_row(dq + t * ld, g, k, ld, t + 1, hs);
-        }
-      }
-    }
-    // (implicit barrier: the column pass reads every head's scratch)
-
-    // Columns s of kv head kv, keys [sb, se): dk_s += sum_h sum_{t>=s} dpre_h[t,s] q_h,t and
-    // dv_s += sum_h sum_{t>=s} att_h[t,s] dout_h,t over the group's query heads h in order, by
-    // blocks of 16 key columns (the 4 cache lines a tile reads serve the whole block).
-#pragma omp for collapse(3) schedule(static)
-    for (int b = 0; b < B; ++b) {
-      for (int kv = 0; kv < NKV; ++kv) {
-        for (int blk = 0; blk < nblocks; ++blk) {
-          const size_t row0 = static_cast<size_t>(b) * TT * ld;
-          Real* dk = dqkv + row0 + C + static_cast<size_t>(kv) * hs;
-          Real* dv = dk + kv_width;
-          const int sb = blk * kColBlock;
-          const int se = std::min(T, sb + kColBlock);
-          const int se4 = sb + (se - sb) / kTile * kTile;  // end of the full 4-key groups
-          for (int h = kv * group; h < (kv + 1) * group; ++h) {
-            const Real* q = qkv + row0 + static_cast<size_t>(h) * hs;
-            const Real* a_bh = att + (static_cast<size_t>(b) * NH + h) * TT * TT;
-            const Real* g_bh = scratch + (static_cast<size_t>(b) * NH + h) * TT * TT;
-            const Real* go = dout + static_cast<size_t>(b) * TT * ldo + static_cast<size_t>(h) * hs;
-            int t = sb;
-            for (; t + kTile <= T; t += kTile) {
-              const Real* qt = q + t * ld;
-              const Real* got = go + t * ldo;
-              for (int s0 = sb; s0 < se4 && s0 <= t; s0 += kTile) {
-                axpy_4x4(dk + s0 * ld, ld, g_bh + t * TT + s0, 1, TT, qt, ld, hs);
-                axpy_4x4(dv + s0 * ld, ld, a_bh + t * TT + s0, 1, TT, got, ldo, hs);
-              }
-              for (int s = se4; s < se; ++s) {  // keys of a last, partial group
-                for (int j = std::max(0, s - t); j < kTile; ++j) {
-                  const size_t at = (t + j) * TT + s;
-                  axpy_1(dk + s * ld, g_bh[at], qt + j * ld, hs);
-                  axpy_1(dv + s * ld, a_bh[at], got + j * ldo, hs);
-                }
-              }
-            }
-            for (; t < T; ++t) {  // rows left over after the 4-row groups
-              for (int s = sb; s < se && s <= t; ++s) {
-                const size_t at = t * TT + s;
-                axpy_1(dk + s * ld, g_bh[at], q + t * ld, hs);
-                axpy_1(dv + s * ld, a_bh[at], go + t * ldo, hs);
-              }
-            }
-          }
-        }
-      }
-    }
+    pass.rows();
+    // (implicit barrier at the end of rows()' omp for: the column pass reads every head's
+    // scratch)
+    pass.columns();
   }
 }
 

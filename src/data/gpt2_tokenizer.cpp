@@ -265,6 +265,36 @@ bool file_exists(const std::string& path) {
   return f.good();
 }
 
+// Both files must exist and be GPT-2's exact files (sha256) before anything is parsed.
+void verify_files(const std::string& enc_path, const std::string& bpe_path) {
+  for (const auto& [path, want] : {std::pair{enc_path, std::string(Gpt2Tokenizer::kEncoderSha256)},
+                                   std::pair{bpe_path, std::string(Gpt2Tokenizer::kVocabSha256)}}) {
+    GOSSAMER_CHECK(file_exists(path),
+                   "GPT-2 tokenizer file %s not found (scripts/get-tokenizer.sh installs it)",
+                   path.c_str());
+    std::string got = sha256_file_hex(path);
+    GOSSAMER_CHECK(got == want,
+                   "GPT-2 tokenizer file %s is corrupt or not GPT-2's: sha256 %s, expected %s "
+                   "(rerun scripts/get-tokenizer.sh)",
+                   path.c_str(), got.c_str(), want.c_str());
+  }
+}
+
+// text split on "\n" as JS's split does: the part after the last newline is an element too.
+std::vector<std::string_view> split_lines(const std::string& text) {
+  std::vector<std::string_view> lines;
+  for (size_t pos = 0;;) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      lines.emplace_back(text.data() + pos, text.size() - pos);
+      break;
+    }
+    lines.emplace_back(text.data() + pos, nl - pos);
+    pos = nl + 1;
+  }
+  return lines;
+}
+
 // Bound on the per-call cache of BPE results, so that one huge encode() stays bounded.
 constexpr size_t kMaxCacheEntries = 1 << 16;
 
@@ -294,6 +324,20 @@ struct Gpt2Tokenizer::Impl {
   PairTable pairs;
 
   void bpe(std::string_view piece, std::vector<uint32_t>& word) const;
+
+  // The steps of load(), in order. by_bytes maps a token's bytes to its id.
+  using ByBytes = std::unordered_map<std::string, uint32_t>;
+  struct Merge {
+    std::string left, right;
+  };
+  // encoder.json into token_bytes and byte_token; returns by_bytes.
+  ByBytes read_encoder(const std::string& path, const ByteMap& bm);
+  // vocab.bpe into pairs (rank = line order); returns the merges, as bytes.
+  std::vector<Merge> read_merges(const std::string& path, const ByteMap& bm,
+                                 const ByBytes& by_bytes);
+  // The pairs whose JS key reads like a merge's, with that merge's rank (see the top).
+  void add_aliases(const std::string& path, const std::vector<Merge>& merges,
+                   const ByBytes& by_bytes);
 };
 
 // gpt-3-encoder's bpe(): repeatedly merge the pair with the lowest rank (the last such pair if
@@ -336,22 +380,18 @@ Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
   const std::string enc_path = dir + "/" + kEncoderFile;
   const std::string bpe_path = dir + "/" + kVocabFile;
-  for (const auto& [path, want] : {std::pair{enc_path, std::string(kEncoderSha256)},
-                                   std::pair{bpe_path, std::string(kVocabSha256)}}) {
-    GOSSAMER_CHECK(file_exists(path),
-                   "GPT-2 tokenizer file %s not found (scripts/get-tokenizer.sh installs it)",
-                   path.c_str());
-    std::string got = sha256_file_hex(path);
-    GOSSAMER_CHECK(got == want,
-                   "GPT-2 tokenizer file %s is corrupt or not GPT-2's: sha256 %s, expected %s "
-                   "(rerun scripts/get-tokenizer.sh)",
-                   path.c_str(), got.c_str(), want.c_str());
-  }
-
+  verify_files(enc_path, bpe_path);
   auto impl = std::make_unique<Impl>();
   const ByteMap bm = make_byte_map();
+  const Impl::ByBytes by_bytes = impl->read_encoder(enc_path, bm);
+  const std::vector<Impl::Merge> merges = impl->read_merges(bpe_path, bm, by_bytes);
+  impl->add_aliases(bpe_path, merges, by_bytes);
+  return Gpt2Tokenizer(std::move(impl));
+}
 
-  // encoder.json: {"<byte-level token string>": id, ...}, ids 0..50256 each exactly once.
+// encoder.json: {"<byte-level token string>": id, ...}, ids 0..50256 each exactly once.
+Gpt2Tokenizer::Impl::ByBytes Gpt2Tokenizer::Impl::read_encoder(const std::string& enc_path,
+                                                               const ByteMap& bm) {
   nlohmann::json enc;
   try {
     enc = nlohmann::json::parse(read_file(enc_path));
@@ -361,9 +401,9 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
   GOSSAMER_CHECK(enc.is_object() && enc.size() == kVocabSize,
                  "%s: expected an object of %u tokens, found %zu entries", enc_path.c_str(),
                  kVocabSize, enc.size());
-  impl->token_bytes.assign(kVocabSize, std::string());
+  token_bytes.assign(kVocabSize, std::string());
   std::vector<bool> seen(kVocabSize, false);
-  std::unordered_map<std::string, uint32_t> by_bytes;
+  ByBytes by_bytes;
   by_bytes.reserve(kVocabSize * 2);
   std::string bytes;
   for (const auto& [key, val] : enc.items()) {
@@ -376,37 +416,29 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
                    "%s: token \"%s\" has a character outside GPT-2's byte mapping",
                    enc_path.c_str(), key.c_str());
     seen[id] = true;
-    impl->token_bytes[id] = bytes;
+    token_bytes[id] = bytes;
     by_bytes.emplace(bytes, id);
   }
   for (int b = 0; b < 256; ++b) {
     auto it = by_bytes.find(std::string(1, char(b)));
     GOSSAMER_CHECK(it != by_bytes.end(), "%s: no token for byte 0x%02x", enc_path.c_str(), b);
-    impl->byte_token[b] = it->second;
+    byte_token[b] = it->second;
   }
-  GOSSAMER_CHECK(impl->token_bytes[kEotToken] == "<|endoftext|>",
-                 "%s: token %u is not <|endoftext|>", enc_path.c_str(), kEotToken);
+  GOSSAMER_CHECK(token_bytes[kEotToken] == "<|endoftext|>", "%s: token %u is not <|endoftext|>",
+                 enc_path.c_str(), kEotToken);
+  return by_bytes;
+}
 
-  // vocab.bpe: like Encoder.js, drop the first line ("#version") and the last element of the
-  // split on "\n" (empty after the final newline); each merge is "left right".
+// vocab.bpe: like Encoder.js, drop the first line ("#version") and the last element of the
+// split on "\n" (empty after the final newline); each merge is "left right".
+std::vector<Gpt2Tokenizer::Impl::Merge> Gpt2Tokenizer::Impl::read_merges(
+    const std::string& bpe_path, const ByteMap& bm, const ByBytes& by_bytes) {
   const std::string text = read_file(bpe_path);
-  std::vector<std::string_view> lines;
-  for (size_t pos = 0;;) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) {
-      lines.emplace_back(text.data() + pos, text.size() - pos);
-      break;
-    }
-    lines.emplace_back(text.data() + pos, nl - pos);
-    pos = nl + 1;
-  }
+  const std::vector<std::string_view> lines = split_lines(text);
   GOSSAMER_CHECK(lines.size() >= 2, "%s: expected a version line and merges", bpe_path.c_str());
-  struct Merge {
-    std::string left, right;
-  };
   std::vector<Merge> merges;
   merges.reserve(lines.size());
-  impl->pairs.reserve(lines.size() + 64);
+  pairs.reserve(lines.size() + 64);
   std::string left, right;
   for (size_t li = 1; li + 1 < lines.size(); ++li) {
     std::string_view line = lines[li];
@@ -423,10 +455,15 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
                    "%s: line %zu: merge \"%.*s\" uses or makes a token missing from %s",
                    bpe_path.c_str(), li + 1, int(line.size()), line.data(), kEncoderFile);
     const uint32_t rank = uint32_t(merges.size());
-    impl->pairs.insert(PairTable::key(l->second, r->second), {rank, m->second});
+    pairs.insert(PairTable::key(l->second, r->second), {rank, m->second});
     merges.push_back({left, right});
   }
-  // Aliases: the pair (p, q) with p + "," + q == left + "," + right gets that merge's rank.
+  return merges;
+}
+
+// Aliases: the pair (p, q) with p + "," + q == left + "," + right gets that merge's rank.
+void Gpt2Tokenizer::Impl::add_aliases(const std::string& bpe_path, const std::vector<Merge>& merges,
+                                      const ByBytes& by_bytes) {
   for (uint32_t rank = 0; rank < merges.size(); ++rank) {
     const std::string joined = merges[rank].left + "," + merges[rank].right;
     for (size_t c = 1; c + 1 < joined.size(); ++c) {
@@ -435,17 +472,16 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
       if (p == by_bytes.end() || q == by_bytes.end()) continue;
       const uint64_t k = PairTable::key(p->second, q->second);
       // Two merges with the same joined text would make Encoder.js keep only the later rank.
-      GOSSAMER_CHECK(!impl->pairs.contains(k),
+      GOSSAMER_CHECK(!pairs.contains(k),
                      "%s: merges %u and another share the key \"%s\" (unsupported file)",
                      bpe_path.c_str(), rank, joined.c_str());
       auto m = by_bytes.find(joined.substr(0, c) + joined.substr(c + 1));
       GOSSAMER_CHECK(m != by_bytes.end(),
                      "%s: merge %u aliases a pair whose merge is not a token (unsupported file)",
                      bpe_path.c_str(), rank);
-      impl->pairs.insert(k, {rank, m->second});
+      pairs.insert(k, {rank, m->second});
     }
   }
-  return Gpt2Tokenizer(std::move(impl));
 }
 
 void Gpt2Tokenizer::encode_append(std::string_view text, std::vector<uint32_t>& out) const {

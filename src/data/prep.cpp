@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -85,19 +86,12 @@ void encode_batch(const Tokenizer& tok, std::vector<std::string>& docs, ShardSin
   docs.clear();
 }
 
-}  // namespace
-
-DocSplit parse_doc_split(const std::string& name) {
-  if (name == "blank-line") return DOC_SPLIT_BLANK_LINE;
-  if (name == "file") return DOC_SPLIT_FILE;
-  fail("document split \"%s\": expected \"blank-line\" or \"file\"", name.c_str());
-}
-
-PrepStats prep_run(const PrepOptions& opt) {
+// Checks the options and the inputs, creates the output directory and returns the tokenizer:
+// the one named, loaded before anything is written, or the spm model trained on the inputs.
+std::unique_ptr<Tokenizer> make_tokenizer(const PrepOptions& opt) {
   GOSSAMER_CHECK(!opt.inputs.empty(), "prep: no input files");
   GOSSAMER_CHECK(!opt.output_prefix.empty(), "prep: empty output prefix");
   GOSSAMER_CHECK(opt.shard_tokens > 0, "prep: shard_tokens must be positive");
-  const auto t0 = std::chrono::steady_clock::now();
   const bool train = !opt.train_spm.model_prefix.empty();
   GOSSAMER_CHECK(opt.tokenizer.empty() || opt.tokenizer_dir.empty(),
                  "prep: give the tokenizer once (tokenizer \"%s\", tokenizer_dir \"%s\")",
@@ -126,6 +120,59 @@ PrepStats prep_run(const PrepOptions& opt) {
     train_opt.inputs = opt.inputs;
     tok = load_tokenizer("spm:" + spm_train(train_opt).model_path);
   }
+  return tok;
+}
+
+// Passes each document of the input file `path` to add_doc, in order: the whole file, or each
+// run of non-blank lines (joined by "\n").
+void read_documents(const std::string& path, DocSplit split,
+                    const std::function<void(std::string&&)>& add_doc) {
+  std::ifstream in(path, std::ios::binary);
+  GOSSAMER_CHECK(in.good(), "prep: input %s: cannot open for reading", path.c_str());
+  if (split == DOC_SPLIT_FILE) {
+    std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    GOSSAMER_CHECK(!in.bad(), "prep: input %s: read error", path.c_str());
+    if (!doc.empty()) add_doc(std::move(doc));
+    return;
+  }
+  std::string line, doc;
+  bool in_doc = false;
+  while (std::getline(in, line)) {
+    if (is_blank(line)) {
+      if (in_doc) add_doc(std::move(doc));
+      doc.clear();
+      in_doc = false;
+      continue;
+    }
+    if (in_doc) doc += '\n';
+    doc += line;
+    in_doc = true;
+  }
+  GOSSAMER_CHECK(!in.bad(), "prep: input %s: read error", path.c_str());
+  if (in_doc) add_doc(std::move(doc));
+}
+
+void log_summary(const PrepOptions& opt, const PrepStats& stats, double encode_s) {
+  log_info("prep: %" PRIu64 " documents, %" PRIu64 " bytes -> %" PRIu64
+           " tokens (%.3f bytes/token) in %zu shard(s), %.2f s, %.0f tokens/s",
+           stats.documents, stats.bytes, stats.tokens, double(stats.bytes) / double(stats.tokens),
+           stats.shards.size(), encode_s, double(stats.tokens) / std::max(encode_s, 1e-9));
+  if (std::filesystem::exists(shard_path(opt.output_prefix, stats.shards.size())))
+    log_warn("prep: %s is left over from an earlier run; delete it before training on %s_*.bin",
+             shard_path(opt.output_prefix, stats.shards.size()).c_str(), opt.output_prefix.c_str());
+}
+
+}  // namespace
+
+DocSplit parse_doc_split(const std::string& name) {
+  if (name == "blank-line") return DOC_SPLIT_BLANK_LINE;
+  if (name == "file") return DOC_SPLIT_FILE;
+  fail("document split \"%s\": expected \"blank-line\" or \"file\"", name.c_str());
+}
+
+PrepStats prep_run(const PrepOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::unique_ptr<Tokenizer> tok = make_tokenizer(opt);
   const auto t_encode = std::chrono::steady_clock::now();
   const int version = tok->vocab_size() <= 65536 ? kShardVersionU16 : kShardVersionU32;
   log_info("prep: tokenizer %s, %u tokens, document token %u, shard version %d",
@@ -150,30 +197,8 @@ PrepStats prep_run(const PrepOptions& opt) {
     }
   };
   for (const auto& path : opt.inputs) {
-    std::ifstream in(path, std::ios::binary);
-    GOSSAMER_CHECK(in.good(), "prep: input %s: cannot open for reading", path.c_str());
     const uint64_t docs_before = stats.documents + docs.size();
-    if (opt.doc_split == DOC_SPLIT_FILE) {
-      std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      GOSSAMER_CHECK(!in.bad(), "prep: input %s: read error", path.c_str());
-      if (!doc.empty()) add_doc(std::move(doc));
-    } else {
-      std::string line, doc;
-      bool in_doc = false;
-      while (std::getline(in, line)) {
-        if (is_blank(line)) {
-          if (in_doc) add_doc(std::move(doc));
-          doc.clear();
-          in_doc = false;
-          continue;
-        }
-        if (in_doc) doc += '\n';
-        doc += line;
-        in_doc = true;
-      }
-      GOSSAMER_CHECK(!in.bad(), "prep: input %s: read error", path.c_str());
-      if (in_doc) add_doc(std::move(doc));
-    }
+    read_documents(path, opt.doc_split, add_doc);
     log_info("prep: %s: %" PRIu64 " document(s)", path.c_str(),
              stats.documents + docs.size() - docs_before);
   }
@@ -183,14 +208,7 @@ PrepStats prep_run(const PrepOptions& opt) {
   sink.flush();
   const auto t1 = std::chrono::steady_clock::now();
   stats.seconds = std::chrono::duration<double>(t1 - t0).count();
-  const double encode_s = std::chrono::duration<double>(t1 - t_encode).count();
-  log_info("prep: %" PRIu64 " documents, %" PRIu64 " bytes -> %" PRIu64
-           " tokens (%.3f bytes/token) in %zu shard(s), %.2f s, %.0f tokens/s",
-           stats.documents, stats.bytes, stats.tokens, double(stats.bytes) / double(stats.tokens),
-           stats.shards.size(), encode_s, double(stats.tokens) / std::max(encode_s, 1e-9));
-  if (std::filesystem::exists(shard_path(opt.output_prefix, stats.shards.size())))
-    log_warn("prep: %s is left over from an earlier run; delete it before training on %s_*.bin",
-             shard_path(opt.output_prefix, stats.shards.size()).c_str(), opt.output_prefix.c_str());
+  log_summary(opt, stats, std::chrono::duration<double>(t1 - t_encode).count());
   return stats;
 }
 

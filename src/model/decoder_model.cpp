@@ -1,16 +1,19 @@
 // The shared scaffolding of the decoder-only families (see decoder_model.h): checks, buffers,
-// the loss tail of the forward and the cross-entropy head of the backward.
+// the block layout, forward/backward around the family's passes, the loss tail of the forward
+// and the cross-entropy head of the backward.
 #include "model/decoder_model.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/rng.h"
 
 namespace gossamer::model {
 
 DecoderModel::DecoderModel(const ModelConfig& config, ModelFamily family, int max_batch,
                            int max_seq, const kernels::OpTable& ops)
-    : cfg_(config), ops_(ops) {
+    : cfg_(config), ops_(ops), family_(family_info(family)) {
   cfg_.validate();
   GOSSAMER_CHECK(cfg_.family == family, "model: a %s model built from a config of family \"%s\"",
                  family_name(family), family_name(cfg_.family));
@@ -28,9 +31,62 @@ DecoderModel::DecoderModel(const ModelConfig& config, ModelFamily family, int ma
   losses_ = HostBuffer<float>(BT);
 }
 
+void DecoderModel::layout_blocks(
+    const std::function<void(int l, const std::string& prefix)>& add_block) {
+  head_end_ = layout_.total();
+  blocks_.resize(L_);
+  for (int l = L_ - 1; l >= 0; --l) {
+    blocks_[l].begin = layout_.total();
+    add_block(l, "blocks." + std::to_string(l) + ".");
+    blocks_[l].end = layout_.total();
+  }
+  embeddings_begin_ = layout_.total();
+}
+
+void DecoderModel::head_ready(const GradReadyHook& hook) const {
+  if (hook) hook(0, head_end_);
+}
+
+void DecoderModel::block_ready(const GradReadyHook& hook, int l) const {
+  if (hook) hook(blocks_[l].begin, blocks_[l].end);
+}
+
+void DecoderModel::embeddings_ready(const GradReadyHook& hook) const {
+  if (hook) hook(embeddings_begin_, layout_.total());
+}
+
 void DecoderModel::allocate_parameters() {
   params_ = HostBuffer<float>(layout_.total());
   grads_ = HostBuffer<float>(layout_.total());
+}
+
+void DecoderModel::init_weights(uint64_t seed) {
+  Rng rng(seed, family_.init_stream);
+  const double std = cfg_.init_std;
+  const double proj_std = std / std::sqrt(2.0 * L_);
+  float* p = params_.data();
+  for (const ParamView& v : layout_.views()) {
+    float* x = p + v.offset;
+    if (v.kind == ParamKind::PARAM_KIND_NORM) {
+      const bool gain = v.name.ends_with(".weight");
+      for (size_t i = 0; i < v.numel; ++i) x[i] = gain ? 1.0f : 0.0f;
+    } else if (v.kind == ParamKind::PARAM_KIND_BIAS) {
+      zero(x, v.numel);
+    } else {
+      const bool residual_proj = v.name.ends_with(family_.residual_proj_attn) ||
+                                 v.name.ends_with(family_.residual_proj_mlp);
+      const double s = residual_proj ? proj_std : std;
+      size_t n = v.numel;
+      if (v.name == "wte" || v.name == "lm_head.weight") n = size_t(V_) * C_;  // padded rows 0
+      for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(s * rng.normal());
+      for (size_t i = n; i < v.numel; ++i) x[i] = 0.0f;
+    }
+  }
+}
+
+size_t DecoderModel::num_flop_params() const {
+  const size_t lookup = layout_.find(std::string(family_.lookup_embedding)).numel;
+  return layout_.total() - lookup - size_t(Vp_ - V_) * C_;
 }
 
 void DecoderModel::zero(float* p, size_t n) {
@@ -53,7 +109,7 @@ void DecoderModel::check_tokens(const int32_t* tokens, const int32_t* targets, i
   }
 }
 
-int DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
+void DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
   GOSSAMER_CHECK(B >= 1 && B <= max_B_ && T >= 1 && T <= max_T_,
                  "model: batch (%d, %d) exceeds the allocated (%d, %d)", B, T, max_B_, max_T_);
   const int N = B * T;
@@ -61,7 +117,18 @@ int DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, i
   B_ = B, T_ = T, have_targets_ = targets != nullptr;
   std::memcpy(tokens_.data(), tokens, N * sizeof(int32_t));
   if (targets) std::memcpy(targets_.data(), targets, N * sizeof(int32_t));
-  return N;
+}
+
+float DecoderModel::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
+  begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
+  forward_logits(B, T);
+  return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
+}
+
+void DecoderModel::backward(float grad_scale, const GradReadyHook& hook) {
+  float* dlogits = begin_backward(grad_scale);  // in place of the probabilities
+  backward_from_logits(dlogits, hook);
+  end_backward();
 }
 
 float DecoderModel::mean_loss() {

@@ -1,18 +1,24 @@
 // DecoderModel: the scaffolding every decoder-only family shares, so that a family's class
-// holds only its layout, initialisation and its hand-written forward and backward. It owns the
-// config and layout, the flat parameter and gradient buffers, the batch of the last forward
-// (tokens, targets, B, T) and the logits/probabilities and per-position losses, and implements
-// the shape and token-range checks, zero_grad, the loss tail of the forward and the
-// cross-entropy head of the backward.
-// Invariant: the family's constructor builds layout_ and then calls allocate_parameters()
-// before anything reads params()/grads(); every forward() begins with begin_forward() and
-// every backward() begins with begin_backward() and ends with end_backward().
+// holds only its layout and its hand-written forward and backward. It owns the config and
+// layout, the flat parameter and gradient buffers, the batch of the last forward (tokens,
+// targets, B, T) and the logits/probabilities and per-position losses, and implements the
+// shape and token-range checks, zero_grad, the initialisation and the FLOP count (from the
+// family's row of the family table), the loss tail of the forward, the cross-entropy head of
+// the backward, and the backward-order layout of the blocks with their gradient-ready ranges.
+// Invariant: the family's constructor builds layout_ (head, then layout_blocks(), then the
+// embeddings) and then calls allocate_parameters() before anything reads params()/grads();
+// forward() and backward() are final: they wrap the family's forward_logits() and
+// backward_from_logits() in the checks, the loss and the cross-entropy head.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "core/buffer.h"
+#include "model/family.h"
 #include "model/model.h"
 
 namespace gossamer::model {
@@ -30,26 +36,46 @@ class DecoderModel : public Model {
   const float* logits() const final { return logits_.data(); }
   void zero_grad() final;
 
+  // Initialisation from `seed` on the family's Rng stream (family table), drawn in layout
+  // order: norm gains 1 and norm shifts 0, biases 0, every other tensor ~ N(0, init_std) except
+  // the family's residual projections ~ N(0, init_std / sqrt(2 n_layer)); the padded
+  // vocabulary rows of wte and lm_head.weight 0.
+  void init_weights(uint64_t seed) final;
+
+  // Parameters counted for the FLOP estimate 6N + 6LCT per token: all parameters except the
+  // embedding that is only looked up, never multiplied (the family table's lookup_embedding),
+  // and the padded vocabulary rows of the LM head.
+  size_t num_flop_params() const final;
+
+  // Forward pass on tokens (B,T). With targets (B,T) it returns the mean cross-entropy over
+  // the B*T positions and prepares backward(); without targets it leaves the logits (B,T,Vp)
+  // readable through logits() and returns 0. Throws on out-of-range tokens or shapes.
+  float forward(const int32_t* tokens, const int32_t* targets, int B, int T) final;
+
+  // Accumulates d(grad_scale * loss)/d(params) into grads() (+=). Requires a forward with
+  // targets. hook (optional) sees every range of final gradients in buffer order.
+  void backward(float grad_scale, const GradReadyHook& hook) final;
+  using Model::backward;
+
  protected:
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
   // the buffers whose size does not depend on the family: tokens, targets, logits, losses.
   DecoderModel(const ModelConfig& config, ModelFamily family, int max_batch, int max_seq,
                const kernels::OpTable& ops);
 
+  // Lays out the L_ blocks after the head already in layout_, in backward order L-1 .. 0:
+  // add_block(l, "blocks.<l>.") adds block l's parameters, and the range each block spans is
+  // recorded for block_ready(). What layout_ holds before is the head (head_ready()), what is
+  // added after is the embeddings (embeddings_ready()).
+  void layout_blocks(const std::function<void(int l, const std::string& prefix)>& add_block);
   // Allocates params_ and grads_ (zero) for the finished layout_.
   void allocate_parameters();
-  // Forward prologue: checks the shape against the allocation and every token (and target)
-  // against the vocabulary, copies them into tokens_/targets_ and records B_, T_ and whether
-  // backward() is prepared. Returns N = B*T.
-  int begin_forward(const int32_t* tokens, const int32_t* targets, int B, int T);
-  // Forward tail with targets: softmax of logits_ in place (logits_ holds probabilities from
-  // here on), per-position cross-entropy, and their mean over the N = B_*T_ positions.
-  float mean_loss();
-  // Backward head: requires a forward with targets; overwrites the probabilities in logits_
-  // with d(grad_scale * mean loss)/d(logits) and returns them.
-  float* begin_backward(float grad_scale);
-  // Backward tail: the probabilities are gone, so a new forward with targets is needed.
-  void end_backward() { have_targets_ = false; }
+
+  // Report to hook, when set, that a range of gradients is final: the head (final norm and
+  // LM head), block l, the embeddings (the rest of the buffer).
+  void head_ready(const GradReadyHook& hook) const;
+  void block_ready(const GradReadyHook& hook, int l) const;
+  void embeddings_ready(const GradReadyHook& hook) const;
 
   static void zero(float* p, size_t n);
 
@@ -68,6 +94,32 @@ class DecoderModel : public Model {
                                           // (B,T): per-position cross-entropy
 
  private:
+  // The family's hand-written passes. forward_logits: from the tokens_ of the batch (B,T) to
+  // the logits_ (B,T,Vp). backward_from_logits: from dlogits (in place of logits_) to grads_
+  // (+=), reporting final ranges through the helpers above.
+  virtual void forward_logits(int B, int T) = 0;
+  virtual void backward_from_logits(float* dlogits, const GradReadyHook& hook) = 0;
+
+  const ModelFamilyInfo& family_;  // the family's row of the family table
+  struct Range {
+    size_t begin, end;
+  };
+  size_t head_end_ = 0, embeddings_begin_ = 0;  // [0, head_end_): head; then the blocks
+  std::vector<Range> blocks_;                   // [l]: block l's range in the flat buffer
+
+  // The steps of forward() and backward() around the family's passes.
+  // Forward prologue: checks the shape against the allocation and every token (and target)
+  // against the vocabulary, copies them into tokens_/targets_ and records B_, T_ and whether
+  // backward() is prepared.
+  void begin_forward(const int32_t* tokens, const int32_t* targets, int B, int T);
+  // Forward tail with targets: softmax of logits_ in place (logits_ holds probabilities from
+  // here on), per-position cross-entropy, and their mean over the N = B_*T_ positions.
+  float mean_loss();
+  // Backward head: requires a forward with targets; overwrites the probabilities in logits_
+  // with d(grad_scale * mean loss)/d(logits) and returns them.
+  float* begin_backward(float grad_scale);
+  // Backward tail: the probabilities are gone, so a new forward with targets is needed.
+  void end_backward() { have_targets_ = false; }
   void check_tokens(const int32_t* tokens, const int32_t* targets, int n) const;
 };
 

@@ -1,12 +1,14 @@
 // Model families: the enum `model.family` parses into (EnumNames<ModelFamily> holds the names
 // config files use), and the one table of what differs per family at the model level: the
-// factory, the validation of family-specific settings and the default MLP width. Each row's
-// functions live with the family's model (gpt2.cpp, llama.cpp). Code outside src/model that
-// depends on the family keys its own table on the enum (src/hf/hf_family.h), never on a name.
+// factory, the validation of family-specific settings, the default MLP width, and the
+// initialisation stream, residual projections and lookup-only embedding DecoderModel reads.
+// Each row's functions live with the family's model (gpt2.cpp, llama.cpp). Code outside src/model
+// that depends on the family keys its own table on the enum (src/hf/hf_family.h), never on a name.
 // Invariant: every ModelFamily value has exactly one row, and model_families() lists the rows
 // in enum order.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -62,6 +64,13 @@ struct ModelFamilyInfo {
   // Builds the family's model for a validated config.
   std::unique_ptr<Model> (*make)(const ModelConfig& config, int max_batch, int max_seq,
                                  const kernels::OpTable& ops);
+  // The Rng stream DecoderModel::init_weights() draws from.
+  uint64_t init_stream;
+  // Name suffixes of the residual projections (the attention's and the MLP's output
+  // matrices), initialised ~ N(0, init_std / sqrt(2 n_layer)).
+  std::string_view residual_proj_attn, residual_proj_mlp;
+  // The embedding that is only looked up, never multiplied: left out of num_flop_params().
+  std::string_view lookup_embedding;
 };
 
 // Every row, in enum order.

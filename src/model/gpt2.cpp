@@ -2,11 +2,9 @@
 // the family's config validation.
 #include "model/gpt2.h"
 
-#include <cmath>
 #include <string>
 
 #include "core/error.h"
-#include "core/rng.h"
 
 namespace gossamer::model {
 
@@ -66,12 +64,9 @@ void Gpt2::build_layout() {
   const int64_t C = C_, F = cfg_.d_ff_resolved();
   lnfw_ = layout_.add("ln_f.weight", {C}, K::PARAM_KIND_NORM);
   lnfb_ = layout_.add("ln_f.bias", {C}, K::PARAM_KIND_NORM);
-  lnf_end_ = layout_.total();
   layers_.resize(L_);
-  for (int l = L_ - 1; l >= 0; --l) {
-    const std::string p = "blocks." + std::to_string(l) + ".";
+  layout_blocks([&](int l, const std::string& p) {
     LayerOffsets& o = layers_[l];
-    o.begin = layout_.total();
     o.fcprojw = layout_.add(p + "mlp.proj.weight", {C, F}, K::PARAM_KIND_WEIGHT);
     o.fcprojb = layout_.add(p + "mlp.proj.bias", {C}, K::PARAM_KIND_BIAS);
     o.fcw = layout_.add(p + "mlp.fc.weight", {F, C}, K::PARAM_KIND_WEIGHT);
@@ -84,42 +79,13 @@ void Gpt2::build_layout() {
     o.qkvb = layout_.add(p + "attn.qkv.bias", {3 * C}, K::PARAM_KIND_BIAS);
     o.ln1w = layout_.add(p + "ln1.weight", {C}, K::PARAM_KIND_NORM);
     o.ln1b = layout_.add(p + "ln1.bias", {C}, K::PARAM_KIND_NORM);
-    o.end = layout_.total();
-  }
+  });
   wpe_ = layout_.add("wpe", {cfg_.max_seq_len, C}, K::PARAM_KIND_EMBEDDING);
   wte_ = layout_.add("wte", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
 }
 
-void Gpt2::init_weights(uint64_t seed) {
-  Rng rng(seed, /*stream=*/0x6770'7432);
-  const double std = cfg_.init_std;
-  const double proj_std = std / std::sqrt(2.0 * L_);
-  float* p = params_.data();
-  for (const ParamView& v : layout_.views()) {
-    float* x = p + v.offset;
-    if (v.kind == K::PARAM_KIND_NORM) {
-      const bool gain = v.name.ends_with(".weight");
-      for (size_t i = 0; i < v.numel; ++i) x[i] = gain ? 1.0f : 0.0f;
-    } else if (v.kind == K::PARAM_KIND_BIAS) {
-      zero(x, v.numel);
-    } else {
-      const bool residual_proj =
-          v.name.ends_with("attn.proj.weight") || v.name.ends_with("mlp.proj.weight");
-      const double s = residual_proj ? proj_std : std;
-      size_t n = v.numel;
-      if (v.name == "wte") n = size_t(V_) * C_;  // padded rows stay zero
-      for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(s * rng.normal());
-      for (size_t i = n; i < v.numel; ++i) x[i] = 0.0f;
-    }
-  }
-}
-
-size_t Gpt2::num_flop_params() const {
-  return layout_.total() - size_t(cfg_.max_seq_len) * C_ - size_t(Vp_ - V_) * C_;
-}
-
-float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
-  const int N = begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
+void Gpt2::forward_logits(int B, int T) {
+  const int N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
   const size_t att_stride = size_t(B) * NH_ * T * T;
   const float* p = params_.data();
@@ -155,11 +121,9 @@ float Gpt2::forward(const int32_t* tokens, const int32_t* targets, int B, int T)
   ops_.layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), last, p + lnfw_,
                          p + lnfb_, N, C_);
   ops_.matmul_forward(logits_.data(), lnf_.data(), p + wte_, nullptr, N, C_, Vp_);
-  return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
 }
 
-void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
-  float* dlogits = begin_backward(grad_scale);  // in place of the probabilities
+void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
   const size_t att_stride = size_t(B) * NH_ * T * T;
@@ -174,7 +138,7 @@ void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
   zero(dres, BTC);
   ops_.layernorm_backward(dres, g + lnfw_, g + lnfb_, dlnf, residual3_.data() + (L_ - 1) * BTC,
                           p + lnfw_, lnf_mean_.data(), lnf_rstd_.data(), N, C_);
-  if (hook) hook(0, lnf_end_);
+  head_ready(hook);
 
   for (int l = L_ - 1; l >= 0; --l) {
     const LayerOffsets& o = layers_[l];
@@ -213,11 +177,10 @@ void Gpt2::backward(float grad_scale, const GradReadyHook& hook) {
                          3 * C_);
     ops_.layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dln1, residual, p + o.ln1w,
                             ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, N, C_);
-    if (hook) hook(o.begin, o.end);
+    block_ready(hook, l);
   }
   ops_.encoder_backward(g + wte_, g + wpe_, dres, tokens_.data(), B, T, C_);
-  if (hook) hook(wpe_, layout_.total());
-  end_backward();
+  embeddings_ready(hook);
 }
 
 }  // namespace gossamer::model

@@ -4,11 +4,9 @@
 // place (rope_backward) before the qkv product's backward. Also the family's config validation.
 #include "model/llama.h"
 
-#include <cmath>
 #include <string>
 
 #include "core/error.h"
-#include "core/rng.h"
 
 namespace gossamer::model {
 
@@ -61,12 +59,9 @@ void Llama::build_layout() {
   // Embeddings (wte, lm_head) are not decayed, as GPT-2's are not: PARAM_KIND_EMBEDDING.
   lm_head_ = layout_.add("lm_head.weight", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
   norm_f_ = layout_.add("norm_f.weight", {C}, K::PARAM_KIND_NORM);
-  norm_f_end_ = layout_.total();
   layers_.resize(L_);
-  for (int l = L_ - 1; l >= 0; --l) {
-    const std::string p = "blocks." + std::to_string(l) + ".";
+  layout_blocks([&](int l, const std::string& p) {
     LayerOffsets& o = layers_[l];
-    o.begin = layout_.total();
     o.down = layout_.add(p + "mlp.down.weight", {C, F}, K::PARAM_KIND_WEIGHT);
     o.gate_up = layout_.add(p + "mlp.gate.weight", {F, C}, K::PARAM_KIND_WEIGHT);
     layout_.add(p + "mlp.up.weight", {F, C}, K::PARAM_KIND_WEIGHT);  // rows F..2F of gate_up
@@ -76,38 +71,12 @@ void Llama::build_layout() {
     layout_.add(p + "attn.k.weight", {KV, C}, K::PARAM_KIND_WEIGHT);  // rows Q..Q+KV of qkv
     layout_.add(p + "attn.v.weight", {KV, C}, K::PARAM_KIND_WEIGHT);  // rows Q+KV..Q+2KV
     o.attn_norm = layout_.add(p + "attn_norm.weight", {C}, K::PARAM_KIND_NORM);
-    o.end = layout_.total();
-  }
+  });
   wte_ = layout_.add("wte", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
 }
 
-void Llama::init_weights(uint64_t seed) {
-  Rng rng(seed, /*stream=*/0x6c6c'616d);  // "llam"
-  const double std = cfg_.init_std;
-  const double proj_std = std / std::sqrt(2.0 * L_);
-  float* p = params_.data();
-  for (const ParamView& v : layout_.views()) {
-    float* x = p + v.offset;
-    if (v.kind == K::PARAM_KIND_NORM) {
-      for (size_t i = 0; i < v.numel; ++i) x[i] = 1.0f;
-      continue;
-    }
-    const bool residual_proj =
-        v.name.ends_with("attn.o.weight") || v.name.ends_with("mlp.down.weight");
-    const double s = residual_proj ? proj_std : std;
-    size_t n = v.numel;
-    if (v.kind == K::PARAM_KIND_EMBEDDING) n = size_t(V_) * C_;  // padded rows stay zero
-    for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(s * rng.normal());
-    for (size_t i = n; i < v.numel; ++i) x[i] = 0.0f;
-  }
-}
-
-size_t Llama::num_flop_params() const {
-  return layout_.total() - size_t(Vp_) * C_ - size_t(Vp_ - V_) * C_;
-}
-
-float Llama::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
-  const int N = begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
+void Llama::forward_logits(int B, int T) {
+  const int N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
   const size_t att_stride = size_t(B) * NH_ * T * T;
@@ -145,11 +114,9 @@ float Llama::forward(const int32_t* tokens, const int32_t* targets, int B, int T
   const float* last = residual3_.data() + (L_ - 1) * BTC;
   ops_.rmsnorm_forward(norm_f_out_.data(), norm_f_rstd_.data(), last, p + norm_f_, N, C_, eps);
   ops_.matmul_forward(logits_.data(), norm_f_out_.data(), p + lm_head_, nullptr, N, C_, Vp_);
-  return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
 }
 
-void Llama::backward(float grad_scale, const GradReadyHook& hook) {
-  float* dlogits = begin_backward(grad_scale);  // in place of the probabilities
+void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
@@ -167,7 +134,7 @@ void Llama::backward(float grad_scale, const GradReadyHook& hook) {
   zero(dres, BTC);
   ops_.rmsnorm_backward(dres, g + norm_f_, dnorm_f, residual3_.data() + (L_ - 1) * BTC, p + norm_f_,
                         norm_f_rstd_.data(), N, C_);
-  if (hook) hook(0, norm_f_end_);
+  head_ready(hook);
 
   for (int l = L_ - 1; l >= 0; --l) {
     const LayerOffsets& o = layers_[l];
@@ -208,11 +175,10 @@ void Llama::backward(float grad_scale, const GradReadyHook& hook) {
                          QKV_);
     ops_.rmsnorm_backward(dres, g + o.attn_norm, dattn_norm, residual, p + o.attn_norm,
                           attn_rstd_.data() + l * BT, N, C_);
-    if (hook) hook(o.begin, o.end);
+    block_ready(hook, l);
   }
   ops_.encoder_backward(g + wte_, nullptr, dres, tokens_.data(), B, T, C_);
-  if (hook) hook(wte_, layout_.total());
-  end_backward();
+  embeddings_ready(hook);
 }
 
 }  // namespace gossamer::model

@@ -6,8 +6,11 @@
 // L-1 .. 0, wte. The q/k/v matrices of a block are adjacent (one ((NH+2NKV)*hs, C) product), as
 // are gate/up (one (2F, C) product). backward() reports each range whose gradients are final
 // through the hook, as a growing prefix of the flat buffer.
-// All activation memory is allocated once at construction for (max_batch, max_seq); the
-// buffers, checks and loss shared with the other families live in DecoderModel.
+// All activation memory is allocated once at construction for (max_batch, max_seq).
+// forward(), backward(), init_weights() and num_flop_params() live in DecoderModel with the
+// buffers, checks and loss shared with the other families; forward() and backward() call the
+// hand-written forward_logits() and backward_from_logits() here, the other two read the
+// family's row of the family table (family.h).
 #pragma once
 
 #include <cstdint>
@@ -28,29 +31,11 @@ class Llama final : public DecoderModel {
   static int default_d_ff(int d_model) { return (8 * d_model / 3 + 255) / 256 * 256; }
   static void validate_config(const ModelConfig& config, const std::string& path);
 
-  // Initialisation from `seed`: matrices, wte and lm_head ~ N(0, init_std), the residual
-  // projections attn.o and mlp.down ~ N(0, init_std / sqrt(2 n_layer)), norm gains 1, padded
-  // vocabulary rows of wte and lm_head 0.
-  void init_weights(uint64_t seed) override;
-
-  // Forward pass on tokens (B,T). With targets (B,T) it returns the mean cross-entropy over
-  // the B*T positions and prepares backward(); without targets it leaves the logits (B,T,Vp)
-  // readable through logits() and returns 0. Throws on out-of-range tokens or shapes.
-  float forward(const int32_t* tokens, const int32_t* targets, int B, int T) override;
-
-  // Accumulates d(grad_scale * loss)/d(params) into grads() (+=). Requires a forward with
-  // targets. hook (optional) sees every range of final gradients in buffer order.
-  void backward(float grad_scale, const GradReadyHook& hook) override;
-  using Model::backward;
-
-  // Parameters counted for the FLOP estimate 6N + 6LCT per token: all parameters except the
-  // input embedding wte (a lookup, no FLOPs) and the padded rows of lm_head. lm_head counts:
-  // its product is the largest of the model.
-  size_t num_flop_params() const override;
-
  private:
+  void forward_logits(int B, int T) override;
+  void backward_from_logits(float* dlogits, const GradReadyHook& hook) override;
+
   struct LayerOffsets {
-    size_t begin, end;  // range of the whole layer in the flat buffer
     // qkv: attn.q.weight, the start of the adjacent q/k/v rows; gate_up: mlp.gate.weight,
     // the start of the adjacent gate/up rows.
     size_t attn_norm, qkv, o, mlp_norm, gate_up, down;
@@ -60,7 +45,7 @@ class Llama final : public DecoderModel {
   int NH_, NKV_, hs_, F_;
   int QKV_;  // width of a qkv row, (NH + 2 NKV) hs
   std::vector<LayerOffsets> layers_;
-  size_t lm_head_ = 0, norm_f_ = 0, norm_f_end_ = 0, wte_ = 0;
+  size_t lm_head_ = 0, norm_f_ = 0, wte_ = 0;
 
   // Activations of the last forward (sized for max_B_ x max_T_).
   HostBuffer<float> encoded_;                          // (B,T,C)

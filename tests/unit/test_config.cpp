@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "optim/lr_schedule.h"
+#include "test_util.h"
 #include "train/run_config.h"
 
 using namespace gossamer;
@@ -17,14 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using gossamer::testing::error_of;
 
 std::string write_temp(const std::string& text) {
   char name[] = "/tmp/gossamer-config-XXXXXX";

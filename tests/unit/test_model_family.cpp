@@ -1,11 +1,13 @@
 // The model-family tables: every ModelFamily has one row of the model table (family.h), in enum
-// order, whose factory builds that family's model with its default MLP width and whose
-// validation rejects what the family cannot compute; every family has one row of the Hugging
-// Face table (hf/hf_family.h) found by its enum and by its model_type; a value outside the
-// enum is an error naming model.family.
+// order, whose factory builds that family's model with its default MLP width (the parameter
+// names the row gives DecoderModel being in its layout) and whose validation rejects what the
+// family cannot compute; every family has one row of the Hugging Face table (hf/hf_family.h)
+// found by its enum and by its model_type; a value outside the enum is an error naming
+// model.family.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
 #include "hf/hf_family.h"
 #include "kernels/ops.h"
@@ -38,6 +40,11 @@ TEST(ModelFamilyTable, FactoryBuildsTheFamilyWithItsDefaultMlpWidth) {
     EXPECT_EQ(m->config().family, row.family);
     EXPECT_EQ(cfg.d_ff_resolved(), row.default_d_ff(cfg.d_model));
     EXPECT_GT(m->num_flop_params(), 0u);
+    // The row's names for DecoderModel's initialisation and FLOP count are in the layout.
+    EXPECT_TRUE(m->layout().contains(std::string(row.lookup_embedding)));
+    for (std::string_view suffix : {row.residual_proj_attn, row.residual_proj_mlp}) {
+      EXPECT_TRUE(m->layout().contains("blocks.0." + std::string(suffix))) << suffix;
+    }
   }
   EXPECT_EQ(model::family_info(ModelFamily::MODEL_FAMILY_GPT2).default_d_ff(48), 192);
   EXPECT_EQ(model::family_info(ModelFamily::MODEL_FAMILY_LLAMA).default_d_ff(48), 256);

@@ -1,6 +1,6 @@
 // Helpers shared by the unit tests: a temporary directory removed at scope exit, a check that
-// a call throws gossamer::Error with a message containing given parts, and the temporary files
-// an atomic write may have left in a directory.
+// a call throws gossamer::Error with a message containing given parts, the message of the
+// error a call throws, and the temporary files an atomic write may have left in a directory.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -52,6 +52,16 @@ inline void expect_error(const std::function<void()>& fn,
     return;
   }
   ADD_FAILURE() << "expected a gossamer::Error";
+}
+
+// The message of the gossamer::Error fn throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 // Entries of `dir` (not recursive) whose name holds ".tmp": what an interrupted or failed

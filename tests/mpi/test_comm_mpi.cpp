@@ -1,0 +1,171 @@
+// Multi-rank tests of the mpi backend's own paths, run by ctest under mpirun with 2, 3 and 4
+// ranks: a tiny chunk limit sends every operation through the split paths (several MPI calls
+// per operation), and a second communicator works alongside the first while an error stays in
+// the communicator where it happened. Data, buffers and checks as in test_comm.cpp
+// (comm_test_util.h); main() and the per-rank reporting are mpi_test_main.h.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "comm/mpi_communicator.h"
+#include "comm_test_util.h"
+#include "core/error.h"
+#include "mpi_test_main.h"
+
+namespace gossamer::comm {
+namespace {
+
+using namespace test;
+
+// ---- mpi backend only --------------------------------------------------------------------------
+
+// A tiny chunk limit sends every operation through the split paths (several MPI calls per
+// operation; reduce_scatter / all_gather via rooted MPI_Reduce / MPI_Bcast per part).
+TEST(MpiBackend, ChunkedOperations) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(g_mpi);
+  ASSERT_NE(mpi, nullptr);
+  Communicator& c = *g_mpi;
+  const int world = c.size(), rank = c.rank();
+  mpi->set_max_chunk_bytes(64);
+  int salt = 600;
+  for (DType dtype : {DType::F32, DType::BF16, DType::I64}) {
+    const size_t es = dtype_size(dtype), n = 1023;
+    {
+      CommBuffer buf(c, n * es);
+      buf.upload(rank_data(dtype, n, world, rank, ++salt));
+      c.all_reduce(buf.data(), n, dtype, ReduceOp::SUM).wait();
+      EXPECT_EQ(
+          count_wrong(buf.download(), reduced(ReduceOp::SUM, dtype, 0, n, world, salt), dtype), 0u)
+          << label(dtype, "chunked all_reduce", n);
+    }
+    {
+      CommBuffer buf(c, n * es);
+      buf.upload(rank_data(dtype, n, world, rank, ++salt));
+      c.broadcast(buf.data(), n, dtype, world - 1).wait();
+      EXPECT_EQ(count_wrong(buf.download(), rank_data(dtype, n, world, world - 1, salt), dtype), 0u)
+          << label(dtype, "chunked broadcast", n);
+    }
+    // Fixture-free versions of the reduce_scatter / all_gather cases (the patterns up to a few
+    // thousand elements: at 64 bytes per call, bigger ones only cost time).
+    for (const auto& counts : count_patterns(world))
+      for (bool in_place : {false, true}) {
+        if (sum(counts) > 10000) continue;
+        ++salt;
+        const size_t total = sum(counts), mine = counts[size_t(rank)], off = offset(counts, rank);
+        const Bytes input = rank_data(dtype, total, world, rank, salt);
+        CommBuffer in(c, total * es), out(c, mine * es);
+        in.upload(input);
+        c.reduce_scatter(in.data(), in_place ? in.at(off * es) : out.data(), counts, dtype,
+                         ReduceOp::MIN)
+            .wait();
+        const Bytes got = in_place ? in.download(off * es, mine * es) : out.download();
+        EXPECT_EQ(count_wrong(got, reduced(ReduceOp::MIN, dtype, off, mine, world, salt), dtype),
+                  0u)
+            << label(dtype, "chunked reduce_scatter", total) << (in_place ? " in place" : "");
+        EXPECT_TRUE(in.guards_intact() && out.guards_intact());
+
+        CommBuffer gathered(c, total * es), part(c, mine * es);
+        const Bytes mine_data = rank_data(dtype, mine, world, rank, salt, off);
+        if (in_place)
+          gathered.upload(mine_data, off * es);
+        else
+          part.upload(mine_data);
+        c.all_gather(in_place ? gathered.at(off * es) : part.data(), gathered.data(), counts, dtype)
+            .wait();
+        Bytes expected;
+        for (int r = 0; r < world; ++r) {
+          const Bytes p = rank_data(dtype, counts[size_t(r)], world, r, salt, offset(counts, r));
+          expected.insert(expected.end(), p.begin(), p.end());
+        }
+        EXPECT_EQ(count_wrong(gathered.download(), expected, dtype), 0u)
+            << label(dtype, "chunked all_gather", total) << (in_place ? " in place" : "");
+        EXPECT_TRUE(gathered.guards_intact());
+      }
+    {
+      const int dest = (rank + 1) % world, source = (rank + world - 1) % world;
+      const size_t send_n = 100 + size_t(rank) * 37, recv_n = 100 + size_t(source) * 37;
+      CommBuffer s(c, send_n * es), r(c, recv_n * es);
+      s.upload(rank_data(dtype, send_n, world, rank, ++salt));
+      c.sendrecv(s.data(), send_n, dest, r.data(), recv_n, source, dtype).wait();
+      EXPECT_EQ(count_wrong(r.download(), rank_data(dtype, recv_n, world, source, salt), dtype), 0u)
+          << label(dtype, "chunked sendrecv", recv_n);
+      // Even ranks send first, odd ranks receive first: no cycle of blocking sends.
+      CommBuffer p(c, n * es), q(c, n * es);
+      p.upload(rank_data(dtype, n, world, rank, ++salt));
+      if (world % 2 == 0) {
+        const int peer = rank ^ 1;
+        if (rank % 2 == 0) {
+          c.send(p.data(), n, dtype, peer).wait();
+          c.recv(q.data(), n, dtype, peer).wait();
+        } else {
+          c.recv(q.data(), n, dtype, peer).wait();
+          c.send(p.data(), n, dtype, peer).wait();
+        }
+        EXPECT_EQ(count_wrong(q.download(), rank_data(dtype, n, world, peer, salt), dtype), 0u)
+            << label(dtype, "chunked send/recv", n);
+      }
+    }
+  }
+  mpi->set_max_chunk_bytes(size_t{1} << 30);
+}
+
+// A second communicator works alongside the first; an error stays in the communicator where it
+// happened and fails that communicator's later operations without running them.
+TEST(MpiBackend, SecondCommunicatorAndErrorPropagation) {
+  auto second = std::make_unique<MpiCommunicator>();
+  Communicator& a = *g_mpi;
+  Communicator& b = *second;
+  ASSERT_EQ(b.size(), a.size());
+  ASSERT_EQ(b.rank(), a.rank());
+  const int world = a.size(), rank = a.rank();
+  CommBuffer x(a, 4096 * 4), y(b, 4096 * 4);
+  x.upload(rank_data(DType::F32, 4096, world, rank, 1));
+  y.upload(rank_data(DType::F32, 4096, world, rank, 2));
+  Work wa = a.all_reduce(x.data(), 4096, DType::F32, ReduceOp::SUM);
+  Work wb = b.all_reduce(y.data(), 4096, DType::F32, ReduceOp::SUM);
+  wb.wait();
+  wa.wait();
+  EXPECT_EQ(
+      count_wrong(x.download(), reduced(ReduceOp::SUM, DType::F32, 0, 4096, world, 1), DType::F32),
+      0u);
+  EXPECT_EQ(
+      count_wrong(y.download(), reduced(ReduceOp::SUM, DType::F32, 0, 4096, world, 2), DType::F32),
+      0u);
+
+  // Rank 1 expects 10 elements from rank 0, which sends 5.
+  b.set_context("step 3");
+  if (rank == 0) {
+    b.send(y.data(), 5, DType::F32, 1).wait();
+  } else if (rank == 1) {
+    Work w = b.recv(y.data(), 10, DType::F32, 0);
+    try {
+      w.wait();
+      ADD_FAILURE() << "a short message was accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("rank 1: mpi recv failed (step 3)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("expected 10 elements from rank 0, received 5"), std::string::npos) << msg;
+    }
+    Work later = b.all_reduce(y.data(), 1, DType::F32, ReduceOp::SUM);
+    try {
+      later.wait();
+      ADD_FAILURE() << "an operation after a failure ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not run: an earlier operation failed"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  second.reset();
+  a.barrier();  // the first communicator is unaffected
+}
+
+}  // namespace
+}  // namespace gossamer::comm
+
+int main(int argc, char** argv) {
+  return gossamer::comm::test::run_all_ranks(argc, argv);
+}
