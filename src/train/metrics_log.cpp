@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 namespace gossamer::train {
 
@@ -24,10 +25,11 @@ MetricsLog::MetricsLog(const std::string& path, int64_t keep_through_step) : pat
         kept += line + "\n";
     }
   }
-  f_ = std::fopen(path.c_str(), "w");
-  GOSSAMER_CHECK(f_, "%s: cannot open for writing: %s", path.c_str(), std::strerror(errno));
-  std::fputs(kept.c_str(), f_);
-  std::fflush(f_);
+  // The kept prefix replaces the old file in one step (a crash leaves one or the other whole),
+  // then lines are appended.
+  io::write_file_atomically(path, kept);
+  f_ = std::fopen(path.c_str(), "a");
+  GOSSAMER_CHECK(f_, "%s: cannot open for appending: %s", path.c_str(), std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {

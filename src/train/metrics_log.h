@@ -1,6 +1,7 @@
 // MetricsLog: one JSON object per line in <run>/metrics.jsonl. On resume the file is cut back
 // to the lines of steps up to the checkpoint's, so a resumed run's log reads as if the run had
-// never stopped. Each line is flushed as written.
+// never stopped; the cut is atomic (io/atomic_file.h). Each line is appended and flushed as
+// written.
 #pragma once
 
 #include <cstdint>
