@@ -32,7 +32,8 @@ namespace {
 
 Subcommand add_train_command(CLI::App& app) {
   struct Args {
-    std::string config, out, resume, init_from;
+    std::string config, out;
+    train::TrainStart start;
     std::vector<std::string> sets;
   };
   auto a = std::make_shared<Args>();
@@ -40,19 +41,26 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("-c,--config", a->config, "run config (JSON)")->required();
   cmd->add_option("--set", a->sets, "override a config key: section.key=value")->take_all();
   cmd->add_option("--out", a->out, "run directory (overrides train.out_dir)");
-  cmd->add_option("--resume", a->resume,
-                  "resume from a checkpoint directory or a run directory (its latest)");
-  cmd->add_option("--init-from", a->init_from,
+  cmd->add_option("--resume", a->start.resume,
+                  "resume from a checkpoint directory or a run directory (its newest intact "
+                  "checkpoint)");
+  cmd->add_option("--init-from", a->start.init_from,
                   "start from the weights of a checkpoint, run or Hugging Face model directory "
                   "(fresh optimizer, step 0)");
+  cmd->add_flag("--overwrite", a->start.overwrite,
+                "the run directory holds a run: move it aside (RUN.replaced-TIMESTAMP) and start "
+                "afresh");
   return {cmd, [a] {
-            GOSSAMER_CHECK(a->resume.empty() || a->init_from.empty(),
+            const train::TrainStart& s = a->start;
+            GOSSAMER_CHECK(s.resume.empty() || s.init_from.empty(),
                            "--init-from and --resume exclude each other (--resume restores the "
                            "optimizer and step too)");
+            GOSSAMER_CHECK(s.resume.empty() || !s.overwrite,
+                           "--overwrite and --resume exclude each other (--resume continues the "
+                           "run in the directory)");
             std::vector<std::string> sets = a->sets;
             if (!a->out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a->out).dump());
-            return train::run_training(train::load_run_config(a->config, sets), a->resume,
-                                       a->init_from);
+            return train::run_training(train::load_run_config(a->config, sets), s);
           }};
 }
 

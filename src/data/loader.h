@@ -29,8 +29,8 @@ std::vector<std::string> expand_shard_patterns(const std::string& patterns);
 
 class DataLoader {
  public:
-  // vocab_limit: every token served must be < vocab_limit (checked per window; the error
-  // names the shard and token offset).
+  // vocab_limit: every token of every shard must be < vocab_limit, checked here when the shards
+  // are opened (the error names the shard and the token's offset).
   DataLoader(const std::vector<std::string>& shard_paths, int T, uint64_t seed, bool shuffle,
              uint32_t vocab_limit);
 
@@ -40,7 +40,7 @@ class DataLoader {
   // Fills inputs (B,T) and targets (B,T) (targets = inputs shifted by one) for this rank.
   // Every rank must call it once per step with the same world and B. When fewer than world*B
   // windows are left in the epoch, the step takes them and continues with the first windows
-  // of the next epoch's order. Throws if world*B > num_windows() or a token >= vocab_limit.
+  // of the next epoch's order. Throws if world*B > num_windows().
   void next_batch(int rank, int world, int B, int32_t* inputs, int32_t* targets);
 
   LoaderPosition position() const { return pos_; }

@@ -181,4 +181,39 @@ void ShardReader::read(uint64_t start, std::span<int32_t> out) const {
   }
 }
 
+namespace {
+
+// The first index in [0, n) whose token is >= limit, or n.
+template <class Token>
+uint64_t first_at_least(const Token* t, uint64_t n, uint32_t limit) {
+  Token max = 0;
+#pragma omp parallel for simd reduction(max : max) schedule(static)
+  for (uint64_t i = 0; i < n; ++i) max = t[i] > max ? t[i] : max;
+  if (uint64_t(max) < limit) return n;  // the common case: one vectorised pass
+  for (uint64_t i = 0; i < n; ++i)
+    if (uint64_t(t[i]) >= limit) return i;
+  return n;
+}
+
+}  // namespace
+
+void ShardReader::check_tokens_below(uint32_t limit) const {
+  const unsigned char* body = map_ + kHeaderBytes;
+  const uint64_t n = num_tokens_;
+  uint64_t bad = n;
+  uint32_t token = 0;
+  if (version_ == kShardVersionU32) {
+    const auto* t = reinterpret_cast<const uint32_t*>(body);
+    bad = first_at_least(t, n, limit);
+    if (bad < n) token = t[bad];
+  } else {
+    const auto* t = reinterpret_cast<const uint16_t*>(body);
+    bad = first_at_least(t, n, limit);
+    if (bad < n) token = t[bad];
+  }
+  if (bad < n)
+    fail("shard %s: token %u at offset %llu is outside the vocabulary (expected < %u)",
+         path_.c_str(), token, static_cast<unsigned long long>(bad), limit);
+}
+
 }  // namespace gossamer::data

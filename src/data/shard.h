@@ -35,6 +35,9 @@ class ShardReader {
   const std::string& path() const { return path_; }
   int version() const { return version_; }
   uint64_t num_tokens() const { return num_tokens_; }
+  // Throws naming the shard, the first offending token and its offset unless every token is
+  // below `limit` (one vectorised pass over the mapped tokens).
+  void check_tokens_below(uint32_t limit) const;
   // Copies tokens [start, start + out.size()) into out; throws if out of range.
   void read(uint64_t start, std::span<int32_t> out) const;
 

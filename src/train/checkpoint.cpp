@@ -2,6 +2,8 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -168,28 +170,85 @@ void load_model_weights(const std::string& checkpoint_dir, model::Model& model) 
                  file.c_str(), reader.size(), model.layout().views().size());
 }
 
-void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
-                         TrainerState& state, int rank, int world) {
-  const fs::path dir(checkpoint_dir);
-  load_optimizer_state((dir / "optimizer.safetensors").string(), optimizer, rank, world);
+namespace {
 
-  const fs::path tfile = dir / "trainer.json";
+uint64_t parse_u64(const json& v, const char* what, const fs::path& file) {
+  GOSSAMER_CHECK(v.is_string(), "%s: %s must be a string of digits", file.c_str(), what);
+  const std::string text = v.get<std::string>();
+  GOSSAMER_CHECK(!text.empty() && text.size() <= 20 &&
+                     text.find_first_not_of("0123456789") == std::string::npos,
+                 "%s: %s must be a string of digits, found \"%s\"", file.c_str(), what,
+                 text.c_str());
+  errno = 0;
+  const unsigned long long x = std::strtoull(text.c_str(), nullptr, 10);
+  GOSSAMER_CHECK(errno == 0, "%s: %s = %s does not fit 64 bits", file.c_str(), what, text.c_str());
+  return x;
+}
+
+// trainer.json, every field checked (a damaged or hand-edited file is an error naming it).
+TrainerState read_trainer_state(const fs::path& tfile) {
   json t = read_json_file(tfile);
   GOSSAMER_CHECK(json_field<int>(t, "format_version", tfile) == kCheckpointFormatVersion,
                  "%s: unsupported format_version (expected %d)", tfile.c_str(),
                  kCheckpointFormatVersion);
+  TrainerState state;
   state.step = json_field<int64_t>(t, "step", tfile);
   state.tokens_seen = json_field<int64_t>(t, "tokens_seen", tfile);
+  GOSSAMER_CHECK(state.step >= 0, "%s: step must be >= 0, found %lld", tfile.c_str(),
+                 (long long)state.step);
+  GOSSAMER_CHECK(state.tokens_seen >= 0, "%s: tokens_seen must be >= 0, found %lld", tfile.c_str(),
+                 (long long)state.tokens_seen);
   json loader = json_field<json>(t, "loader", tfile);
   state.loader.epoch = json_field<uint64_t>(loader, "epoch", tfile);
   state.loader.cursor = json_field<uint64_t>(loader, "cursor", tfile);
   json rng = json_field<json>(t, "sample_rng", tfile);
   GOSSAMER_CHECK(rng.is_array() && rng.size() == 4, "%s: sample_rng must hold 4 words",
                  tfile.c_str());
-  for (size_t i = 0; i < 4; ++i) {
-    GOSSAMER_CHECK(rng[i].is_string(), "%s: sample_rng[%zu] must be a string", tfile.c_str(), i);
-    state.sample_rng[i] = std::stoull(rng[i].get<std::string>());
+  for (size_t i = 0; i < 4; ++i) state.sample_rng[i] = parse_u64(rng[i], "sample_rng", tfile);
+  return state;
+}
+
+}  // namespace
+
+void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
+                         TrainerState& state, int rank, int world) {
+  const fs::path dir(checkpoint_dir);
+  load_optimizer_state((dir / "optimizer.safetensors").string(), optimizer, rank, world);
+  state = read_trainer_state(dir / "trainer.json");
+}
+
+void verify_checkpoint(const std::string& checkpoint_dir) {
+  const fs::path dir(checkpoint_dir);
+  for (const char* f : {"model.safetensors", "optimizer.safetensors"})
+    io::SafetensorsReader reader((dir / f).string());  // validates the header and the length
+  read_trainer_state(dir / "trainer.json");
+}
+
+std::string resolve_checkpoint_for_resume(const std::string& path) {
+  const fs::path p(path);
+  std::error_code ec;
+  GOSSAMER_CHECK(fs::exists(p, ec), "%s: no such checkpoint or run directory", path.c_str());
+  if (fs::exists(p / "trainer.json")) {  // a checkpoint named explicitly: that one or nothing
+    verify_checkpoint(p.string());
+    return p.string();
   }
+  auto all = list_checkpoints(p);
+  GOSSAMER_CHECK(!all.empty(),
+                 "%s: not a checkpoint (no trainer.json) and holds no complete checkpoint under "
+                 "checkpoints/",
+                 path.c_str());
+  std::string reasons;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      verify_checkpoint(it->second.string());
+      return it->second.string();
+    } catch (const Error& e) {
+      log_warn("resume: skipping the damaged checkpoint %s: %s", it->second.c_str(), e.what());
+      reasons += std::string(reasons.empty() ? "" : "; ") + e.what();
+    }
+  }
+  fail("%s: none of its %zu checkpoint(s) is intact (%s)", path.c_str(), all.size(),
+       reasons.c_str());
 }
 
 json load_checkpoint_config(const std::string& checkpoint_dir) {

@@ -61,6 +61,14 @@ void prune_checkpoints(const std::string& run_dir, int64_t keep);
 // checkpoint). Throws naming the path when there is none.
 std::string resolve_checkpoint(const std::string& path);
 
+// For --resume: a checkpoint directory itself (it must verify), or the newest checkpoint of a
+// run directory that verifies; damaged newer ones are skipped with a warning naming them.
+// Throws naming the path when none is intact.
+std::string resolve_checkpoint_for_resume(const std::string& path);
+// Throws gossamer::Error naming the file when the checkpoint's files are damaged: a safetensors
+// header or length that does not validate, or a trainer.json field that is missing or invalid.
+void verify_checkpoint(const std::string& checkpoint_dir);
+
 // Loads parameters into the model (shapes must match the model's layout).
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model);
 // Loads this rank's optimizer state (train/optimizer_state_file.h: sharded state loads at any

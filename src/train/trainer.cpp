@@ -40,6 +40,7 @@
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
 #include "train/mfu.h"
+#include "train/run_directory.h"
 #include "train/step_telemetry.h"
 #include "train/train_step.h"
 
@@ -61,11 +62,8 @@ std::string format_duration(double s) {
   return strprintf("%lds", t);
 }
 
+// The run directory was claimed (train/run_directory.h): its resolved config goes in first.
 void prepare_run_dir(const std::string& dir, const json& config) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  GOSSAMER_CHECK(!ec && fs::is_directory(dir), "train.out_dir: cannot create run directory %s: %s",
-                 dir.c_str(), ec ? ec.message().c_str() : "not a directory");
   io::write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
 }
 
@@ -132,8 +130,7 @@ struct StepRecord {
 
 class TrainingRun {
  public:
-  TrainingRun(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
-              const std::string& init_from);
+  TrainingRun(comm::Communicator& comm, RunConfig config, const TrainStart& start);
   int run();
 
  private:
@@ -163,6 +160,7 @@ class TrainingRun {
   HostBuffer<float> evaluation_weights_;  // when the replicas may differ
   TrainerState state_;
   std::string resumed_from_;
+  std::unique_ptr<RunDirectoryLock> lock_;  // rank 0: the run directory is ours until the end
   json resolved_;
   std::optional<MetricsLog> metrics_;  // rank 0 writes the run directory
   std::optional<MfuMeter> mfu_;
@@ -175,8 +173,7 @@ class TrainingRun {
   bool replica_check_due_ = false;
 };
 
-TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const std::string& resume_path,
-                         const std::string& init_from)
+TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const TrainStart& start)
     : comm_(comm),
       config_(validated(std::move(config), comm.size())),
       tc_(config_.train),
@@ -191,10 +188,15 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const std::
       tokens_(size_t(B_) * T_),
       targets_(size_t(B_) * T_) {
   if (world_ > 1) interrupt_set_grace(kSignalGraceSeconds, rank_);
-  build_and_restore(resume_path, init_from);
+  const RunStart how = !start.resume.empty() ? RunStart::RUN_START_RESUME
+                       : start.overwrite     ? RunStart::RUN_START_OVERWRITE
+                                             : RunStart::RUN_START_NEW;
+  if (rank_ == 0) check_run_directory(tc_.out_dir, how, start.resume);  // before loading
+  build_and_restore(start.resume, start.init_from);
   check_replica_contract();
   resolved_ = to_json(config_);
-  if (rank_ == 0) {
+  if (rank_ == 0) {  // the one rank that writes the run directory owns it from here on
+    lock_ = claim_run_directory(tc_.out_dir, how, start.resume);
     prepare_run_dir(tc_.out_dir, resolved_);
     metrics_.emplace((fs::path(tc_.out_dir) / "metrics.jsonl").string(),
                      resumed_from_.empty() ? -1 : state_.step);
@@ -218,7 +220,7 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
                                       comm_, comm_, tc_.seed, tc_.steps});
   state_ = initial_trainer_state(tc_.seed);
   if (!resume_path.empty()) {
-    resumed_from_ = resolve_checkpoint(resume_path);
+    resumed_from_ = resolve_checkpoint_for_resume(resume_path);
     load_model_weights(resumed_from_, *model_);
     load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
     inputs_.train.set_position(state_.loader);
@@ -462,7 +464,7 @@ int TrainingRun::run() {
 
 }  // namespace
 
-int run_training(RunConfig config, const std::string& resume_path, const std::string& init_from) {
+int run_training(RunConfig config, const TrainStart& start) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
   // The CPU backend: the buffers live in host memory, so never NCCL; small control values and
@@ -472,7 +474,7 @@ int run_training(RunConfig config, const std::string& resume_path, const std::st
   log_set_rank(comm->rank());
   comm->set_timeout(config.parallel.timeout_s);
   try {
-    TrainingRun run(*comm, std::move(config), resume_path, init_from);
+    TrainingRun run(*comm, std::move(config), start);
     return run.run();
   } catch (const CollectiveError&) {
     throw;  // every rank stops here together; the communicator shuts down normally

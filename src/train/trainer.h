@@ -11,9 +11,17 @@
 
 namespace gossamer::train {
 
-// init_from (optional, exclusive with resume_path): start from the weights of a checkpoint, a
-// run directory or a Hugging Face model directory (hf/import.h), with a fresh optimizer.
-int run_training(RunConfig config, const std::string& resume_path,
-                 const std::string& init_from = "");
+// How a run starts in train.out_dir (train/run_directory.h).
+struct TrainStart {
+  // Continue from a checkpoint, or from a run directory's newest intact checkpoint.
+  std::string resume;
+  // Start from the weights of a checkpoint, a run directory or a Hugging Face model directory
+  // (hf/import.h), with a fresh optimizer (excludes resume).
+  std::string init_from;
+  // Move a run already in train.out_dir aside and start afresh (excludes resume).
+  bool overwrite = false;
+};
+
+int run_training(RunConfig config, const TrainStart& start = {});
 
 }  // namespace gossamer::train

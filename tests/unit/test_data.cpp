@@ -404,18 +404,20 @@ TEST_F(LoaderTest, SetPosition) {
   EXPECT_EQ(dl.position().cursor, 0u);
 }
 
-TEST_F(LoaderTest, VocabLimitViolationNamesShardAndOffset) {
-  // Limit 148: shard 1 holds tokens 100..156. Its windows at local offsets 0..32 are fine;
-  // the one at 40 has inputs 140..147 and last target 148 = shard 1 offset 48.
-  DataLoader dl = make(1, /*shuffle=*/false, /*vocab=*/148);
-  for (int i = 0; i < 17; ++i) batch(dl, 0, 1, 1);
-  std::vector<int32_t> in(kT), tg(kT);
-  expect_error([&] { dl.next_batch(0, 1, 1, in.data(), tg.data()); },
+TEST_F(LoaderTest, VocabLimitViolationNamesShardAndOffsetWhenOpened) {
+  // Every token is checked when the loader opens the shards, not when its window comes up
+  // (a run must fail before it writes anything). Shard 1 holds tokens 100..156.
+  expect_error([&] { make(1, /*shuffle=*/false, /*vocab=*/148); },
                {paths_[1], "token 148", "offset 48", "< 148"});
-  DataLoader dl2 = make(1, false, 120);
-  for (int i = 0; i < 14; ++i) batch(dl2, 0, 1, 1);  // shard 0, then local 0 and 8
-  expect_error([&] { dl2.next_batch(0, 1, 1, in.data(), tg.data()); },
-               {paths_[1], "token 120", "offset 20"});
+  expect_error([&] { make(1, false, 120); }, {paths_[1], "token 120", "offset 20"});
+  expect_error([&] { make(1, false, 57); }, {paths_[0], "token 57", "offset 57"});
+  EXPECT_NO_THROW(make(1, false, 390));  // the largest token is 389
+  // uint32 shards: tokens beyond 2^31 are caught too.
+  const std::string big = dir_.file("big.bin");
+  write_shard(big, std::vector<uint32_t>{1, 2, 3, 4000000000u, 5, 6, 7, 8, 9, 10},
+              kShardVersionU32);
+  expect_error([&] { DataLoader({big}, 4, 1, false, 100000); },
+               {big, "token 4000000000", "offset 3"});
 }
 
 TEST_F(LoaderTest, ArgumentErrors) {

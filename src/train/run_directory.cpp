@@ -1,0 +1,166 @@
+// Claiming a run directory (see run_directory.h): inspection, the start rules, moving a run
+// aside, and the flock that names its holder.
+#include "train/run_directory.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "io/atomic_file.h"
+
+namespace gossamer::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kLockFile = ".lock";
+// Files a sweep writes into a point's directory around its run (src/sweep/runner.cpp).
+constexpr const char* kSweepFiles[] = {"train.log", "point.json", "sweep_status.json"};
+
+// config.json of one of our runs: an object with our sections (an HF export's is not).
+bool is_run_config(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in.good()) return false;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() && j.contains("model") && j.contains("train") && j.contains("optimizer");
+}
+
+std::string utc_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// Moves the run in `dir` to a new sibling RUN.replaced-TIMESTAMP[-N] and returns its path.
+fs::path move_aside(const fs::path& dir) {
+  const std::string base = dir.filename().string() + ".replaced-" + utc_stamp();
+  fs::path aside = dir.parent_path() / base;
+  for (int n = 2; fs::exists(aside); ++n)
+    aside = dir.parent_path() / (base + "-" + std::to_string(n));
+  std::error_code ec;
+  fs::rename(dir, aside, ec);
+  GOSSAMER_CHECK(!ec, "--overwrite: cannot move the existing run %s aside to %s: %s", dir.c_str(),
+                 aside.c_str(), ec.message().c_str());
+  io::fsync_directory(io::parent_directory(dir.string()));
+  return aside;
+}
+
+}  // namespace
+
+RunDirectoryContents inspect_run_directory(const std::string& dir) {
+  RunDirectoryContents c;
+  std::error_code ec;
+  const fs::path d(dir);
+  if (!fs::exists(d, ec)) return c;
+  c.exists = true;
+  if (!fs::is_directory(d, ec)) {
+    c.only_sweep_files = false;
+    c.first_foreign = "(not a directory)";
+    return c;
+  }
+  for (const auto& e : fs::directory_iterator(d, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "metrics.jsonl" || (name == "config.json" && is_run_config(e.path()))) {
+      c.is_run = true;
+    } else if (name == "checkpoints" && e.is_directory()) {
+      c.is_run = true;
+      for (const auto& ck : fs::directory_iterator(e.path(), ec))
+        c.checkpoints += ck.path().filename().string().starts_with("step_");
+    } else if (name != kLockFile && std::find(std::begin(kSweepFiles), std::end(kSweepFiles),
+                                              name) == std::end(kSweepFiles)) {
+      c.only_sweep_files = false;
+      if (c.first_foreign.empty()) c.first_foreign = name;
+    }
+  }
+  return c;
+}
+
+RunDirectoryLock::RunDirectoryLock(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kLockFile).string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  GOSSAMER_CHECK(fd_ >= 0, "train.out_dir: cannot create %s: %s", path.c_str(),
+                 std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::ifstream in(path);
+    std::string holder((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    GOSSAMER_CHECK(err != EWOULDBLOCK,
+                   "train.out_dir: %s is in use by another training (%s); wait for it to end, or "
+                   "choose another --out",
+                   dir.c_str(), holder.empty() ? "unknown process" : holder.c_str());
+    fail("train.out_dir: cannot lock %s: %s", path.c_str(), std::strerror(err));
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me =
+      strprintf("pid %d on %s since %s UTC\n", int(::getpid()), host, utc_stamp().c_str());
+  GOSSAMER_CHECK(
+      ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) == ssize_t(me.size()),
+      "train.out_dir: cannot write %s: %s", path.c_str(), std::strerror(errno));
+}
+
+RunDirectoryLock::~RunDirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+void check_run_directory(const std::string& dir, RunStart start, const std::string& resume) {
+  const RunDirectoryContents c = inspect_run_directory(dir);
+  GOSSAMER_CHECK(!c.exists || c.first_foreign != "(not a directory)",
+                 "train.out_dir: %s exists and is not a directory", dir.c_str());
+  GOSSAMER_CHECK(c.is_run || c.only_sweep_files,
+                 "train.out_dir: %s is not empty and holds no gossamer run (found %s); refusing to "
+                 "write into it, even with --overwrite: choose an empty or new directory",
+                 dir.c_str(), c.first_foreign.c_str());
+  const std::string lock = (fs::path(dir) / kLockFile).string();
+  if (c.exists && fs::exists(lock)) {
+    RunDirectoryLock probe(dir);
+  }  // a training holds it?
+  if (!c.is_run) return;
+  GOSSAMER_CHECK(start != RunStart::RUN_START_NEW,
+                 "train.out_dir: %s already holds a run (%d checkpoint(s)); continue it with "
+                 "--resume %s, or replace it with --overwrite (which moves it aside)",
+                 dir.c_str(), c.checkpoints, dir.c_str());
+  if (start == RunStart::RUN_START_RESUME && !resume.empty()) {
+    const fs::path own = fs::weakly_canonical(dir), from = fs::weakly_canonical(resume);
+    GOSSAMER_CHECK(from == own || from.parent_path() == own / "checkpoints",
+                   "train.out_dir: %s holds another run than the checkpoint %s; resume into that "
+                   "checkpoint's run directory or into a new --out",
+                   dir.c_str(), resume.c_str());
+  }
+}
+
+std::unique_ptr<RunDirectoryLock> claim_run_directory(const std::string& dir, RunStart start,
+                                                      const std::string& resume) {
+  check_run_directory(dir, start, resume);
+  if (start == RunStart::RUN_START_OVERWRITE && inspect_run_directory(dir).is_run) {
+    // The lock first: a run that is still training is never moved.
+    { RunDirectoryLock probe(dir); }
+    const fs::path aside = move_aside(fs::path(dir));
+    log_warn("--overwrite: moved the existing run %s to %s", dir.c_str(), aside.c_str());
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  GOSSAMER_CHECK(!ec && fs::is_directory(dir), "train.out_dir: cannot create run directory %s: %s",
+                 dir.c_str(), ec ? ec.message().c_str() : "not a directory");
+  return std::make_unique<RunDirectoryLock>(dir);
+}
+
+}  // namespace gossamer::train

@@ -1,0 +1,69 @@
+# Run directories are never lost (docs/RELIABILITY.md): a new run refuses a directory that holds
+# a run (offering --resume and --overwrite, which moves the old run aside), refuses any other
+# non-empty directory even with --overwrite, refuses a directory another training holds
+# (naming its pid), and --resume skips a damaged newest checkpoint for the newest intact one,
+# continuing bit for bit; a checkpoint named explicitly must be intact, and trainer.json's
+# fields are checked.
+source "$(dirname "$0")/lib.sh"
+require_data
+G="$GOSSAMER"
+TINY=configs/test/gpt2-tiny.json
+short=(--set train.steps=6 --set train.eval_every=0 --set train.checkpoint_every=2
+       --set train.keep_checkpoints=0 --set train.log_every=100)
+train() { "$G" train -c $TINY "${short[@]}" "$@"; }
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+
+R="$WORK/run"
+train --out "$R" >"$WORK/first.log" 2>&1 || { tail "$WORK/first.log"; fail "first run failed"; }
+lines="$(wc -l <"$R/metrics.jsonl")"; config="$(sum "$R/config.json")"; model="$(sum "$R/checkpoints/step_00000006/model.safetensors")"
+
+# 1. A new run into a run directory: refused, nothing touched.
+expect_error "existing run without --resume" "already holds a run .*--resume .*--overwrite" train --out "$R" --set optimizer.lr=1e-2
+[[ "$(wc -l <"$R/metrics.jsonl")" == "$lines" && "$(sum "$R/config.json")" == "$config" && -d "$R/checkpoints/step_00000002" ]] \
+  && pass "the refused run left metrics.jsonl ($lines lines), config.json and the checkpoints as they were" \
+  || fail "the refused run changed the run directory"
+
+# 2. --overwrite moves the old run aside and says so.
+train --out "$R" --overwrite >"$WORK/over.log" 2>&1 || { tail "$WORK/over.log"; fail "--overwrite failed"; }
+aside="$(ls -d "$R".replaced-* 2>/dev/null | head -1)"
+grep -q "moved the existing run .* to .*replaced-" "$WORK/over.log" && [[ -n "$aside" ]] \
+  && [[ "$(wc -l <"$aside/metrics.jsonl")" == "$lines" && "$(sum "$aside/checkpoints/step_00000006/model.safetensors")" == "$model" ]] \
+  && pass "--overwrite moved the old run whole to $(basename "$aside") and said so" || fail "--overwrite did not keep the old run"
+expect_error "--overwrite with --resume" "--overwrite and --resume exclude each other" train --out "$R" --overwrite --resume "$R"
+
+# 3. A directory that is not a run: refused, with or without --overwrite.
+mkdir -p "$WORK/hf" && echo '{"model_type": "gpt2"}' >"$WORK/hf/config.json"
+hf="$(sum "$WORK/hf/config.json")"
+expect_error "non-run directory" "holds no gossamer run \(found config.json\)" train --out "$WORK/hf"
+expect_error "non-run directory with --overwrite" "refusing to write into it, even with --overwrite" train --out "$WORK/hf" --overwrite
+[[ "$(sum "$WORK/hf/config.json")" == "$hf" && ! -e "$WORK/hf/metrics.jsonl" ]] && pass "the foreign directory is untouched" || fail "the foreign directory was written"
+expect_error "a file as --out" "exists and is not a directory" train --out "$WORK/hf/config.json"
+
+# 4. Two trainings into one directory: the second is refused naming the first's pid.
+L="$WORK/long"
+"$G" train -c $TINY --set train.steps=100000 --set train.eval_every=0 --set train.log_every=1 --out "$L" >"$WORK/long.log" 2>&1 &
+long=$!
+for _ in $(seq 1 300); do [[ -s "$L/metrics.jsonl" ]] && break; sleep 0.1; done
+expect_error "second training into a busy directory" "is in use by another training \(pid $long on " train --out "$L" --resume "$L"
+expect_error "overwriting a busy directory" "is in use by another training \(pid $long" train --out "$L" --overwrite
+kill -INT "$long"; wait "$long" || true
+[[ -d "$L" && ! -e "$L.replaced-"* ]] 2>/dev/null && pass "the busy run was neither moved nor truncated" || fail "the busy run was moved"
+
+# 5. --resume skips a damaged newest checkpoint and continues bit for bit from the one before.
+D="$WORK/damaged"
+train --out "$D" >/dev/null 2>&1 || fail "run to damage failed"
+want="$(sum "$D/checkpoints/step_00000006/model.safetensors")"
+truncate -s 100 "$D/checkpoints/step_00000006/optimizer.safetensors"
+expect_error "an explicitly named damaged checkpoint" "optimizer.safetensors" train --out "$D" --resume "$D/checkpoints/step_00000006"
+train --out "$D" --resume "$D" >"$WORK/fallback.log" 2>&1 || { tail "$WORK/fallback.log"; fail "fallback resume failed"; }
+grep -q "skipping the damaged checkpoint .*step_00000006" "$WORK/fallback.log" && grep -q "resumed from .*step_00000004 at step 4" "$WORK/fallback.log" \
+  && pass "--resume warned about step 6 and resumed from step 4" || fail "no fallback to step 4: $(grep -E 'warn|resumed' "$WORK/fallback.log" | head -3)"
+[[ "$(sum "$D/checkpoints/step_00000006/model.safetensors")" == "$want" ]] \
+  && pass "steps 5-6 retrained bit for bit (model.safetensors of step 6 as before the damage)" || fail "the retrained step 6 differs"
+
+# 6. Resuming another run's checkpoint into a run directory, and a hand-edited trainer.json.
+expect_error "resume into another run's directory" "holds another run than the checkpoint" train --out "$R" --resume "$D/checkpoints/step_00000002"
+cp -r "$D/checkpoints/step_00000002" "$WORK/neg"
+sed -i 's/"step": 2/"step": -5/' "$WORK/neg/trainer.json"
+expect_error "negative step in trainer.json" "trainer.json: step must be >= 0, found -5" train --out "$WORK/negrun" --resume "$WORK/neg"
+finish
