@@ -14,6 +14,8 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -85,6 +87,7 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
     fail("shard %s: not a regular file", p);
   }
   const auto file_bytes = static_cast<uint64_t>(st.st_size);
+  mtime_ns_ = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec);
   if (file_bytes < kHeaderBytes) {
     ::close(fd);
     fail("shard %s: truncated header: file is %llu bytes, the header alone needs %zu", p,
@@ -136,6 +139,7 @@ ShardReader::ShardReader(ShardReader&& other) noexcept
     : path_(std::move(other.path_)),
       version_(other.version_),
       num_tokens_(other.num_tokens_),
+      mtime_ns_(other.mtime_ns_),
       map_(std::exchange(other.map_, nullptr)),
       map_bytes_(std::exchange(other.map_bytes_, 0)) {
   other.version_ = 0;
@@ -148,6 +152,7 @@ ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
     path_ = std::move(other.path_);
     version_ = std::exchange(other.version_, 0);
     num_tokens_ = std::exchange(other.num_tokens_, 0);
+    mtime_ns_ = other.mtime_ns_;
     map_ = std::exchange(other.map_, nullptr);
     map_bytes_ = std::exchange(other.map_bytes_, 0);
   }
@@ -183,37 +188,67 @@ void ShardReader::read(uint64_t start, std::span<int32_t> out) const {
 
 namespace {
 
-// The first index in [0, n) whose token is >= limit, or n.
 template <class Token>
-uint64_t first_at_least(const Token* t, uint64_t n, uint32_t limit) {
+uint32_t max_of(const Token* t, uint64_t n) {
   Token max = 0;
 #pragma omp parallel for simd reduction(max : max) schedule(static)
   for (uint64_t i = 0; i < n; ++i) max = t[i] > max ? t[i] : max;
-  if (uint64_t(max) < limit) return n;  // the common case: one vectorised pass
+  return max;
+}
+
+template <class Token>
+uint64_t first_at_least(const Token* t, uint64_t n, uint32_t limit) {
   for (uint64_t i = 0; i < n; ++i)
     if (uint64_t(t[i]) >= limit) return i;
   return n;
 }
 
+// The verdict cache next to a shard: ".NAME.max_token" holding "SIZE MTIME_NS MAX".
+std::string verdict_path(const std::string& shard) {
+  const std::filesystem::path p(shard);
+  return (p.parent_path() / strprintf(".%s.max_token", p.filename().c_str())).string();
+}
+
 }  // namespace
 
-void ShardReader::check_tokens_below(uint32_t limit) const {
+uint32_t ShardReader::max_token() const {
+  const std::string cache = verdict_path(path_);
+  {
+    std::ifstream in(cache);
+    unsigned long long size = 0, mtime = 0, max = 0;
+    if (in >> size >> mtime >> max && size == map_bytes_ && mtime == mtime_ns_)
+      return uint32_t(max);
+  }
   const unsigned char* body = map_ + kHeaderBytes;
-  const uint64_t n = num_tokens_;
-  uint64_t bad = n;
+  const uint32_t max = version_ == kShardVersionU32
+                           ? max_of(reinterpret_cast<const uint32_t*>(body), num_tokens_)
+                           : max_of(reinterpret_cast<const uint16_t*>(body), num_tokens_);
+  try {  // a cache: a directory we may not write into costs a rescan next time, nothing else
+    io::write_file_atomically(cache, strprintf("%llu %llu %u\n", (unsigned long long)map_bytes_,
+                                               (unsigned long long)mtime_ns_, max));
+  } catch (const Error&) {
+  }
+  return max;
+}
+
+void ShardReader::check_tokens_below(uint32_t limit) const {
+  if (max_token() < limit) return;  // the common case: one pass, or none with the cache
+  const unsigned char* body = map_ + kHeaderBytes;
+  uint64_t bad = num_tokens_;
   uint32_t token = 0;
   if (version_ == kShardVersionU32) {
     const auto* t = reinterpret_cast<const uint32_t*>(body);
-    bad = first_at_least(t, n, limit);
-    if (bad < n) token = t[bad];
+    bad = first_at_least(t, num_tokens_, limit);
+    if (bad < num_tokens_) token = t[bad];
   } else {
     const auto* t = reinterpret_cast<const uint16_t*>(body);
-    bad = first_at_least(t, n, limit);
-    if (bad < n) token = t[bad];
+    bad = first_at_least(t, num_tokens_, limit);
+    if (bad < num_tokens_) token = t[bad];
   }
-  if (bad < n)
-    fail("shard %s: token %u at offset %llu is outside the vocabulary (expected < %u)",
-         path_.c_str(), token, static_cast<unsigned long long>(bad), limit);
+  GOSSAMER_CHECK(bad < num_tokens_, "shard %s: its verdict cache %s is stale (delete it)",
+                 path_.c_str(), verdict_path(path_).c_str());
+  fail("shard %s: token %u at offset %llu is outside the vocabulary (expected < %u)", path_.c_str(),
+       token, static_cast<unsigned long long>(bad), limit);
 }
 
 }  // namespace gossamer::data

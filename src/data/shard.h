@@ -35,8 +35,12 @@ class ShardReader {
   const std::string& path() const { return path_; }
   int version() const { return version_; }
   uint64_t num_tokens() const { return num_tokens_; }
+  // The largest token: one vectorised pass over the mapped tokens, remembered in a verdict cache
+  // next to the shard (".NAME.max_token": size, mtime and the maximum), so a shard is scanned
+  // once until it changes; a directory that cannot be written only costs the rescan.
+  uint32_t max_token() const;
   // Throws naming the shard, the first offending token and its offset unless every token is
-  // below `limit` (one vectorised pass over the mapped tokens).
+  // below `limit`.
   void check_tokens_below(uint32_t limit) const;
   // Copies tokens [start, start + out.size()) into out; throws if out of range.
   void read(uint64_t start, std::span<int32_t> out) const;
@@ -46,6 +50,7 @@ class ShardReader {
   std::string path_;
   int version_ = 0;
   uint64_t num_tokens_ = 0;
+  uint64_t mtime_ns_ = 0;  // of the file when opened
   const unsigned char* map_ = nullptr;
   size_t map_bytes_ = 0;
 };

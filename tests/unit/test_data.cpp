@@ -420,6 +420,30 @@ TEST_F(LoaderTest, VocabLimitViolationNamesShardAndOffsetWhenOpened) {
                {big, "token 4000000000", "offset 3"});
 }
 
+TEST_F(LoaderTest, ShardVerdictCacheIsUsedAndInvalidated) {
+  // The first open scans and leaves ".NAME.max_token" (size, mtime, max) next to the shard.
+  make(1, false, 1000);
+  const std::string cache = dir_.file(".shard_1.bin.max_token");
+  std::ifstream in(cache);
+  unsigned long long size = 0, mtime = 0, max = 0;
+  ASSERT_TRUE(in >> size >> mtime >> max) << cache;
+  EXPECT_EQ(max, 156u);
+  EXPECT_EQ(size, fs::file_size(paths_[1]));
+  in.close();
+  // A cache that matches the file is believed: a (forged) max above the limit makes the loader
+  // look for the token, find none and say the cache is stale.
+  { std::ofstream(cache) << size << " " << mtime << " 5000\n"; }
+  expect_error([&] { make(1, false, 1000); }, {paths_[1], "verdict cache", "stale"});
+  // Rewriting the shard changes its size and mtime: the cache is ignored and redone.
+  std::vector<uint32_t> tokens(56);
+  for (uint32_t i = 0; i < 56; ++i) tokens[i] = 100 + i;
+  write_shard(paths_[1], tokens);
+  EXPECT_NO_THROW(make(1, false, 1000));
+  std::ifstream again(cache);
+  ASSERT_TRUE(again >> size >> mtime >> max);
+  EXPECT_EQ(max, 155u);
+}
+
 TEST_F(LoaderTest, ArgumentErrors) {
   DataLoader dl = make();
   std::vector<int32_t> buf(64 * kT);
