@@ -47,6 +47,10 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--init-from", a->start.init_from,
                   "start from the weights of a checkpoint, run or Hugging Face model directory "
                   "(fresh optimizer, step 0)");
+  cmd->add_option("--allow-change", a->start.allow_change,
+                  "with --resume: config keys of the run's definition (model, data, optimizer, "
+                  "schedule, seed; or global_batch) that may differ from the checkpoint's")
+      ->delimiter(',');
   cmd->add_flag("--overwrite", a->start.overwrite,
                 "the run directory holds a run: move it aside (RUN.replaced-TIMESTAMP) and start "
                 "afresh");
@@ -55,6 +59,9 @@ Subcommand add_train_command(CLI::App& app) {
             GOSSAMER_CHECK(s.resume.empty() || s.init_from.empty(),
                            "--init-from and --resume exclude each other (--resume restores the "
                            "optimizer and step too)");
+            GOSSAMER_CHECK(!s.resume.empty() || s.allow_change.empty(),
+                           "--allow-change goes with --resume (it names what may differ from "
+                           "the checkpoint)");
             GOSSAMER_CHECK(s.resume.empty() || !s.overwrite,
                            "--overwrite and --resume exclude each other (--resume continues the "
                            "run in the directory)");

@@ -185,6 +185,8 @@ uint64_t parse_u64(const json& v, const char* what, const fs::path& file) {
   return x;
 }
 
+}  // namespace
+
 // trainer.json, every field checked (a damaged or hand-edited file is an error naming it).
 TrainerState read_trainer_state(const fs::path& tfile) {
   json t = read_json_file(tfile);
@@ -208,7 +210,9 @@ TrainerState read_trainer_state(const fs::path& tfile) {
   return state;
 }
 
-}  // namespace
+TrainerState read_checkpoint_trainer_state(const std::string& checkpoint_dir) {
+  return read_trainer_state(fs::path(checkpoint_dir) / "trainer.json");
+}
 
 void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
                          TrainerState& state, int rank, int world) {

@@ -69,6 +69,9 @@ std::string resolve_checkpoint_for_resume(const std::string& path);
 // header or length that does not validate, or a trainer.json field that is missing or invalid.
 void verify_checkpoint(const std::string& checkpoint_dir);
 
+// The checkpoint's trainer.json (every field checked).
+TrainerState read_checkpoint_trainer_state(const std::string& checkpoint_dir);
+
 // Loads parameters into the model (shapes must match the model's layout).
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model);
 // Loads this rank's optimizer state (train/optimizer_state_file.h: sharded state loads at any

@@ -40,6 +40,8 @@
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
 #include "train/mfu.h"
+#include "train/rank_agreement.h"
+#include "train/resume_check.h"
 #include "train/run_directory.h"
 #include "train/step_telemetry.h"
 #include "train/train_step.h"
@@ -107,6 +109,17 @@ Inputs open_inputs(const RunConfig& config, int world) {
   return in;
 }
 
+// The data files a run reads, each by path and size (what every rank must agree on).
+json data_identity(const DataConfig& d) {
+  json files = json::array();
+  for (const std::string& pattern : {d.train, d.val}) {
+    if (pattern.empty()) continue;
+    for (const std::string& path : data::expand_shard_patterns(pattern))
+      files.push_back({{"path", path}, {"bytes", fs::file_size(path)}});
+  }
+  return files;
+}
+
 RunConfig validated(RunConfig config, int world) {
   config.validate(world);
   return config;
@@ -134,7 +147,8 @@ class TrainingRun {
   int run();
 
  private:
-  void build_and_restore(const std::string& resume_path, const std::string& init_from);
+  void build_and_restore(const std::string& resume_path, const std::string& init_from,
+                         const std::vector<std::string>& allow_change);
   void check_replica_contract() const;
   void log_setup() const;
   StepRecord train_one_step(int64_t step);
@@ -187,12 +201,13 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const Train
       inputs_(open_inputs(config_, world_)),
       tokens_(size_t(B_) * T_),
       targets_(size_t(B_) * T_) {
+  check_ranks_agree(comm_, to_json(config_), data_identity(config_.data));
   if (world_ > 1) interrupt_set_grace(kSignalGraceSeconds, rank_);
   const RunStart how = !start.resume.empty() ? RunStart::RUN_START_RESUME
                        : start.overwrite     ? RunStart::RUN_START_OVERWRITE
                                              : RunStart::RUN_START_NEW;
   if (rank_ == 0) check_run_directory(tc_.out_dir, how, start.resume);  // before loading
-  build_and_restore(start.resume, start.init_from);
+  build_and_restore(start.resume, start.init_from, start.allow_change);
   check_replica_contract();
   resolved_ = to_json(config_);
   if (rank_ == 0) {  // the one rank that writes the run directory owns it from here on
@@ -212,7 +227,8 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const Train
 
 // The model's weights: initialised, or from --init-from, or from the checkpoint of --resume
 // (with the optimizer's state); then the optimizer takes the final buffers.
-void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from) {
+void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from,
+                                    const std::vector<std::string>& allow_change) {
   model_ = model::make_model(config_.model, B_, T_, ops_);
   model_->init_weights(tc_.seed);
   if (!init_from.empty()) hf::init_weights_from(init_from, *model_);  // shapes checked
@@ -221,6 +237,10 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
   state_ = initial_trainer_state(tc_.seed);
   if (!resume_path.empty()) {
     resumed_from_ = resolve_checkpoint_for_resume(resume_path);
+    const TrainerState saved = read_checkpoint_trainer_state(resumed_from_);
+    check_resume_changes(load_checkpoint_config(resumed_from_), to_json(config_),
+                         saved.step > 0 ? saved.tokens_seen / saved.step : 0, tokens_per_step_,
+                         allow_change);
     load_model_weights(resumed_from_, *model_);
     load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
     inputs_.train.set_position(state_.loader);

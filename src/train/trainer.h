@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "train/run_config.h"
 
@@ -20,6 +21,9 @@ struct TrainStart {
   std::string init_from;
   // Move a run already in train.out_dir aside and start afresh (excludes resume).
   bool overwrite = false;
+  // With resume: config keys of the run's definition that may differ from the checkpoint's
+  // (train/resume_check.h), and "global_batch".
+  std::vector<std::string> allow_change;
 };
 
 int run_training(RunConfig config, const TrainStart& start = {});

@@ -5,7 +5,10 @@
 #   - a rank that hangs (GOSSAMER_FAULT=hang:1:3): the others give up after parallel.timeout_s,
 #     naming their rank, the collective and the step, exit 3 (comm::kExitPeerFailure);
 #   - a rank killed with SIGKILL mid-run: mpirun ends the job naming the rank; training
-#     resumes from the last checkpoint at another world size.
+#     resumes from the last checkpoint at another world size;
+#   - ranks started with different configs (MPMD, another --set on rank 1): every rank stops at
+#     start-up, rank 1 naming the key and both values; another model size is the same clear
+#     error, not a collective of another size.
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
@@ -70,4 +73,21 @@ fi
 # Never leave the job behind (and never wait on it forever).
 pkill -9 -f -- "--out $WORK/kill" 2>/dev/null || true
 wait
+# Ranks started with different runs (Open MPI's MPMD form: one command per rank).
+mpmd() {  # NAME SET_FOR_RANK_1
+  local name="$1" set1="$2" rc=0
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun --oversubscribe --bind-to none \
+    --mca btl self,vader -x OMP_NUM_THREADS=1 \
+    -np 1 "$G" train -c $TINY "${common[@]}" --set train.steps=4 --out "$WORK/$name" : \
+    -np 1 "$G" train -c $TINY "${common[@]}" --set train.steps=4 --out "$WORK/$name" --set "$set1" \
+    >"$WORK/$name.log" 2>&1 || rc=$?
+  OUT="$(cat "$WORK/$name.log")"; RC=$rc
+}
+mpmd lr optimizer.lr=0.002
+[[ $RC -eq 1 ]] && grep -q 'rank 1 was started with a different run than rank 0: optimizer.lr is 0.003 on rank 0 and 0.002 on rank 1' <<<"$OUT" \
+  && pass "another optimizer.lr on rank 1: exit 1, the key and both values named" || { tail -5 <<<"$OUT"; fail "lr mismatch: exit $RC"; }
+[[ ! -e "$WORK/lr/metrics.jsonl" ]] && pass "nothing was trained or written" || fail "the mismatched job wrote metrics"
+mpmd layers model.n_layer=3
+[[ $RC -eq 1 ]] && grep -q 'model.n_layer is 2 on rank 0 and 3 on rank 1' <<<"$OUT" && ! grep -q MPI_ERR_TRUNCATE <<<"$OUT" \
+  && pass "another n_layer on rank 1: named at start-up, no MPI_ERR_TRUNCATE" || { tail -5 <<<"$OUT"; fail "n_layer mismatch: exit $RC"; }
 finish

@@ -65,7 +65,8 @@ train2 local-r4 "${local_[@]}" --resume "$WORK/local/checkpoints/step_00000004" 
   && cmp -s "$WORK/local/checkpoints/step_00000008/model.safetensors" "$WORK/local-r4/checkpoints/step_00000008/model.safetensors" \
   && pass "resume at 2 ranks is bit-identical (replicas and moments per rank)" || fail "resume at the same world size differs"
 expect_error "per-rank state at another world size" "per rank .*saved at 2 rank\(s\); this run has 1" \
-  "$G" train -c $TINY "${common[@]}" "${local_[@]}" --out "$WORK/local-1" --resume "$WORK/local/checkpoints/step_00000004"
+  "$G" train -c $TINY "${common[@]}" "${local_[@]}" --set data.micro_batch=4 --out "$WORK/local-1" \
+  --resume "$WORK/local/checkpoints/step_00000004"
 expect_error "replica check refused" 'check_replicas_every: optimizer "local_adamw" keeps replicas that are independent' \
   "$G" train -c $TINY "${common[@]}" "${local_[@]}" --set parallel.check_replicas_every=1 --out "$WORK/chk"
 

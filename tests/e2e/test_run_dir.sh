@@ -3,7 +3,8 @@
 # non-empty directory even with --overwrite, refuses a directory another training holds
 # (naming its pid), and --resume skips a damaged newest checkpoint for the newest intact one,
 # continuing bit for bit; a checkpoint named explicitly must be intact, and trainer.json's
-# fields are checked.
+# fields are checked. A resume that changes the run's definition (model, data order, optimizer,
+# seed, global batch) is refused unless --allow-change names the key; harmless keys are logged.
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
@@ -66,4 +67,20 @@ expect_error "resume into another run's directory" "holds another run than the c
 cp -r "$D/checkpoints/step_00000002" "$WORK/neg"
 sed -i 's/"step": 2/"step": -5/' "$WORK/neg/trainer.json"
 expect_error "negative step in trainer.json" "trainer.json: step must be >= 0, found -5" train --out "$WORK/negrun" --resume "$WORK/neg"
+
+# 7. What may change on --resume.
+C="$D/checkpoints/step_00000004"
+expect_error "resume with another seed" "--resume: train.seed is 1337 in the checkpoint and 7 now.*--allow-change train.seed" \
+  train --out "$WORK/seed" --resume "$C" --set train.seed=7
+expect_error "resume with another lr" "optimizer.lr is 0.003 in the checkpoint and 0.001 now" train --out "$WORK/lr" --resume "$C" --set optimizer.lr=1e-3
+expect_error "resume with another global batch" "global batch is 256 tokens per step in the checkpoint and 128 now" \
+  train --out "$WORK/gb" --resume "$C" --set data.micro_batch=2
+expect_error "allow-change of an unknown key" "--allow-change train.sed: not a config key" train --out "$WORK/u" --resume "$C" --allow-change train.sed
+expect_error "allow-change without resume" "--allow-change goes with --resume" train --out "$WORK/u" --allow-change train.seed
+train --out "$WORK/seed" --resume "$C" --set train.seed=7 --allow-change train.seed >"$WORK/allowed.log" 2>&1 \
+  && grep -q "train.seed changed from 1337 to 7 (--allow-change)" "$WORK/allowed.log" \
+  && pass "--allow-change train.seed resumes and warns" || { tail -3 "$WORK/allowed.log"; fail "--allow-change did not work"; }
+train --out "$WORK/longer" --resume "$C" --set train.steps=8 >"$WORK/longer.log" 2>&1 \
+  && grep -q "resume: train.steps changed from 6 to 8" "$WORK/longer.log" \
+  && pass "a longer run (train.steps) resumes, the change logged" || { tail -3 "$WORK/longer.log"; fail "extending a run failed"; }
 finish

@@ -1,0 +1,88 @@
+// check_resume_changes (see resume_check.h): a leaf-by-leaf comparison of two resolved configs.
+#include "train/resume_check.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "train/run_config.h"
+
+namespace gossamer::train {
+
+namespace {
+
+using nlohmann::json;
+
+// The value of a dotted key ("optimizer.scape.sparsity"), null when absent.
+json value_at(const json& config, const std::string& key) {
+  const json* node = &config;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = key.find('.', start);
+    if (!node->is_object()) return nullptr;
+    auto it = node->find(key.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (it == node->end()) return nullptr;
+    if (dot == std::string::npos) return *it;
+    node = &*it;
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+bool change_is_harmless_on_resume(const std::string& key) {
+  // Whole sections that do not define what is trained, then single keys.
+  for (std::string_view section : {"kernels.", "metrics.", "parallel."})
+    if (key.starts_with(section)) return true;
+  static const char* const kHarmless[] = {
+      "train.steps", "train.eval_every", "train.eval_batches", "train.checkpoint_every",
+      "train.keep_checkpoints", "train.log_every", "train.sample_every", "train.sample_tokens",
+      "train.out_dir", "data.val", "data.tokenizer",
+      // The per-rank share of the global batch (at another world size); the global batch itself
+      // is compared on its own.
+      "data.micro_batch", "train.global_batch_tokens"};
+  return std::find(std::begin(kHarmless), std::end(kHarmless), key) != std::end(kHarmless);
+}
+
+void check_resume_changes(const json& saved, const json& now, int64_t saved_tokens_per_step,
+                          int64_t tokens_per_step, const std::vector<std::string>& allowed) {
+  const std::vector<std::string> keys = config_key_paths();
+  for (const std::string& a : allowed)
+    GOSSAMER_CHECK(std::find(keys.begin(), keys.end(), a) != keys.end() || a == "global_batch",
+                   "--allow-change %s: not a config key (nor global_batch)", a.c_str());
+  auto is_allowed = [&](const std::string& key) {
+    return std::find(allowed.begin(), allowed.end(), key) != allowed.end();
+  };
+  for (const std::string& key : keys) {
+    const json before = value_at(saved, key), after = value_at(now, key);
+    if (before == after || before.is_null()) continue;  // null: a key the checkpoint predates
+    const std::string was = before.dump(), is = after.dump();
+    if (change_is_harmless_on_resume(key)) {
+      log_info("resume: %s changed from %s to %s", key.c_str(), was.c_str(), is.c_str());
+      continue;
+    }
+    GOSSAMER_CHECK(is_allowed(key),
+                   "--resume: %s is %s in the checkpoint and %s now; it changes the model, the "
+                   "data or its order, or the optimizer, so the run would not continue as it "
+                   "was (allow it with --allow-change %s)",
+                   key.c_str(), was.c_str(), is.c_str(), key.c_str());
+    log_warn(
+        "resume: %s changed from %s to %s (--allow-change): the run does not continue as "
+        "it was",
+        key.c_str(), was.c_str(), is.c_str());
+  }
+  if (saved_tokens_per_step > 0 && saved_tokens_per_step != tokens_per_step) {
+    GOSSAMER_CHECK(is_allowed("global_batch"),
+                   "--resume: the global batch is %lld tokens per step in the checkpoint and %lld "
+                   "now (data.micro_batch x data.seq_len x ranks x accumulation); the data order "
+                   "would change (allow it with --allow-change global_batch)",
+                   (long long)saved_tokens_per_step, (long long)tokens_per_step);
+    log_warn(
+        "resume: the global batch changed from %lld to %lld tokens per step "
+        "(--allow-change)",
+        (long long)saved_tokens_per_step, (long long)tokens_per_step);
+  }
+}
+
+}  // namespace gossamer::train
