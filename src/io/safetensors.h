@@ -85,6 +85,10 @@ class SafetensorsReader {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // metadata value for key; throws naming the key and the file if missing.
   const std::string& metadata(const std::string& key) const;
+  // Checks every tensor that has a stored checksum (SafetensorsWriter::add_checksums) against
+  // its bytes and returns how many it checked (0 for a file written without checksums); throws
+  // naming the file and the tensor when one does not match (the file is damaged).
+  size_t verify_checksums() const;
 
   // Checks that tensor `name` has exactly dtype `want` and shape `want_shape`, then copies its
   // nbytes() into dst. Errors: "tensor X in FILE has shape [..], expected [..]" (same for dtype).
@@ -116,6 +120,9 @@ class SafetensorsWriter {
   // ("__metadata__", ""), on a negative dimension, or on null data for a non-empty tensor.
   void add(const std::string& name, DType dtype, const Shape& shape, const void* data);
   void set_metadata(const std::string& key, const std::string& value);  // overwrites
+  // write() also stores a checksum of every tensor's bytes in the metadata ("checksum.NAME", and
+  // "checksum_algorithm"; io/checksum.h), which SafetensorsReader::verify_checksums() checks.
+  void add_checksums() { checksums_ = true; }
   // Header: {"__metadata__": {...} (if any), tensors in the order added}, compact JSON padded
   // with spaces to a multiple of 8 bytes; data in the order added, contiguous. Written through
   // io::AtomicFile; on failure nothing is left behind and an Error names the path and strerror.
@@ -133,6 +140,7 @@ class SafetensorsWriter {
   std::vector<Entry> entries_;
   std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
+  bool checksums_ = false;
 };
 
 }  // namespace gossamer::io

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "io/checksum.h"
 #include "io/safetensors_detail.h"
 
 static_assert(std::endian::native == std::endian::little,
@@ -329,5 +330,30 @@ template std::vector<int32_t> SafetensorsReader::read_as<int32_t>(const std::str
                                                                   const Shape&) const;
 template std::vector<int64_t> SafetensorsReader::read_as<int64_t>(const std::string&,
                                                                   const Shape&) const;
+
+size_t SafetensorsReader::verify_checksums() const {
+  size_t checked = 0;
+  for (const auto& [key, value] : metadata_) {
+    if (!key.starts_with("checksum.")) continue;
+    const std::string name = key.substr(9);
+    auto alg = metadata_.find("checksum_algorithm");
+    if (alg == metadata_.end() || alg->second != kChecksumAlgorithm)
+      fail("safetensors file '%s': checksums of another algorithm (%s; this build knows %s)",
+           path_.c_str(), alg == metadata_.end() ? "none named" : alg->second.c_str(),
+           kChecksumAlgorithm);
+    if (!contains(name))
+      fail("safetensors file '%s': a checksum for tensor '%s', which the file does not hold",
+           path_.c_str(), name.c_str());
+    const TensorInfo& t = info(name);
+    const std::string got = checksum_hex(checksum64(buffer_ + t.begin, t.nbytes()));
+    if (got != value)
+      fail(
+          "safetensors file '%s': tensor '%s' does not match its checksum (%s stored, %s "
+          "computed): the file is damaged",
+          path_.c_str(), name.c_str(), value.c_str(), got.c_str());
+    ++checked;
+  }
+  return checked;
+}
 
 }  // namespace gossamer::io

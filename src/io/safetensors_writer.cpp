@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/checksum.h"
 #include "io/safetensors_detail.h"
 
 static_assert(std::endian::native == std::endian::little,
@@ -72,9 +73,15 @@ void SafetensorsWriter::set_metadata(const std::string& key, const std::string& 
 
 void SafetensorsWriter::write(const std::string& path) const {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata_.empty()) {
+  std::map<std::string, std::string> metadata = metadata_;
+  if (checksums_) {
+    metadata["checksum_algorithm"] = kChecksumAlgorithm;
+    for (const Entry& e : entries_)
+      metadata["checksum." + e.name] = checksum_hex(checksum64(e.data, e.nbytes));
+  }
+  if (!metadata.empty()) {
     nlohmann::ordered_json m = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : metadata_) m[k] = v;
+    for (const auto& [k, v] : metadata) m[k] = v;
     header[kMetadataKey] = std::move(m);
   }
   uint64_t offset = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,7 @@ void write_model_weights(const std::string& path, const model::ParamLayout& layo
   weights.set_metadata("format", "gossamer-model");
   weights.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
   weights.set_metadata("model_config", config.at("model").dump());
+  weights.add_checksums();
   for (const model::ParamView& v : layout.views())
     weights.add(v.name, io::DType::DTYPE_F32, v.shape, params.data() + v.offset);
   weights.write(path);
@@ -158,12 +160,18 @@ std::string resolve_checkpoint(const std::string& path) {
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model) {
   const std::string file = (fs::path(checkpoint_dir) / "model.safetensors").string();
   io::SafetensorsReader reader(file);
+  reader.verify_checksums();  // a damaged file is an error, never weights
   float* p = model.params().data();
   for (const model::ParamView& v : model.layout().views()) {
     GOSSAMER_CHECK(reader.contains(v.name),
                    "%s: missing tensor %s (the checkpoint is of another model shape?)",
                    file.c_str(), v.name.c_str());
     reader.read_into(v.name, io::DType::DTYPE_F32, v.shape, p + v.offset);
+    for (size_t i = 0; i < v.numel; ++i)
+      GOSSAMER_CHECK(std::isfinite(p[v.offset + i]),
+                     "%s: tensor %s holds a non-finite value (%g at element %zu); refusing to use "
+                     "these weights",
+                     file.c_str(), v.name.c_str(), double(p[v.offset + i]), i);
   }
   GOSSAMER_CHECK(reader.size() == model.layout().views().size(),
                  "%s: holds %zu tensors, the model has %zu parameters (another model shape?)",
@@ -223,8 +231,8 @@ void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& op
 
 void verify_checkpoint(const std::string& checkpoint_dir) {
   const fs::path dir(checkpoint_dir);
-  for (const char* f : {"model.safetensors", "optimizer.safetensors"})
-    io::SafetensorsReader reader((dir / f).string());  // validates the header and the length
+  for (const char* f : {"model.safetensors", "optimizer.safetensors"})  // header, length, bytes
+    io::SafetensorsReader((dir / f).string()).verify_checksums();
   read_trainer_state(dir / "trainer.json");
 }
 

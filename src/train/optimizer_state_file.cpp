@@ -148,6 +148,7 @@ void GatheredOptimizerState::write(const std::string& path) const {
   w.set_metadata("optimizer", optimizer_);
   w.set_metadata("state_format", "2");
   w.set_metadata("world_size", std::to_string(world_));
+  w.add_checksums();
   for (const Tensor& t : tensors_)
     w.add(t.name, file_dtype(t.dtype), {int64_t(t.numel)}, t.bytes.data());
   w.write(path);
@@ -156,6 +157,7 @@ void GatheredOptimizerState::write(const std::string& path) const {
 void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, int rank,
                           int world) {
   io::SafetensorsReader reader(path);
+  reader.verify_checksums();
   const auto& meta = reader.metadata();
   auto it = meta.find("optimizer");
   GOSSAMER_CHECK(it != meta.end() && it->second == optimizer.name(),

@@ -83,4 +83,13 @@ train --out "$WORK/seed" --resume "$C" --set train.seed=7 --allow-change train.s
 train --out "$WORK/longer" --resume "$C" --set train.steps=8 >"$WORK/longer.log" 2>&1 \
   && grep -q "resume: train.steps changed from 6 to 8" "$WORK/longer.log" \
   && pass "a longer run (train.steps) resumes, the change logged" || { tail -3 "$WORK/longer.log"; fail "extending a run failed"; }
+# 8. A flipped bit in a checkpoint's weights: eval, generate and --resume refuse, naming the tensor.
+F="$WORK/flipped"
+cp -r "$D" "$F" && rm -f "$F/.lock"
+node -e 'const fs = require("fs"), f = process.argv[1], b = fs.readFileSync(f); b[b.length - 100] ^= 16; fs.writeFileSync(f, b);' \
+  "$F/checkpoints/step_00000006/model.safetensors"
+expect_error "generate from a flipped bit" "tensor 'wte' does not match its checksum" "$G" generate --checkpoint "$F" --tokens 2
+expect_error "eval of a flipped bit" "does not match its checksum" "$G" eval -c $TINY --checkpoint "$F/checkpoints/step_00000006" --data data/web/val_000000.bin
+train --out "$F" --resume "$F" >"$WORK/flip.log" 2>&1 && grep -q "skipping the damaged checkpoint .*step_00000006.*checksum" "$WORK/flip.log" \
+  && pass "--resume skips the checkpoint with the flipped bit" || { tail -3 "$WORK/flip.log"; fail "--resume did not skip the flipped checkpoint"; }
 finish
