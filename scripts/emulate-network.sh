@@ -118,9 +118,12 @@ cleanup_stale() {
   for id in $(stale_ids); do
     echo "$PROG: removing leftovers of run $id"
     # Its mpirun (found by the fork agent path on its command line), then its ranks and links.
-    grep -l -F "gossamer-netemu-$id." /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 | while read -r pid; do
-      [[ "$pid" == "$$" ]] || kill -KILL "$pid" 2>/dev/null || true
-    done
+    # The pattern "...-ID[.]" does not match grep's own command line (which holds "[.]"), so
+    # grep never finds, and kills, itself.
+    { grep -l -E "gossamer-netemu-${id}[.]" /proc/[0-9]*/cmdline 2>/dev/null || true; } | cut -d/ -f3 |
+      while read -r pid; do
+        [[ "$pid" == "$$" ]] || kill -KILL "$pid" 2>/dev/null || true
+      done
     remove_run_resources "$id"
     rm -rf "${TMPDIR:-/tmp}/gossamer-netemu-$id."*
     n=$((n + 1))

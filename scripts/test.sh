@@ -16,6 +16,8 @@ bash scripts/prepare-data.sh web
 
 echo "== ctest (Release) =="
 ctest --test-dir build --output-on-failure -j 2 --timeout 1200
+echo "== docs/RELIABILITY.md against the cases the tests checked =="
+bash scripts/reliability-table.sh --check build
 
 if [[ "${GOSSAMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer =="

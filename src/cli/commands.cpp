@@ -101,6 +101,9 @@ Subcommand add_prep_command(CLI::App& app) {
   cmd->add_option("--shard-tokens", o.shard_tokens, "tokens per shard at most");
   cmd->add_option("--docs", a->docs,
                   "document boundaries: blank-line (default) or file (one per input)");
+  cmd->add_flag("--allow-binary", o.allow_binary,
+                "tokenise inputs even when more than 10% of their bytes are invalid UTF-8 or "
+                "control characters (refused by default)");
   cmd->add_option("inputs", o.inputs, "UTF-8 text files")->required();
   return {cmd, [a] {
             a->options.doc_split = data::parse_doc_split(a->docs);
@@ -114,6 +117,7 @@ int generate_text(const std::string& checkpoint, const std::string& prompt_text,
                   const std::string& tokenizer, int tokens, const eval::SamplingOptions& sampling,
                   uint64_t seed) {
   GOSSAMER_CHECK(tokens >= 1, "--tokens: must be >= 1, found %d", tokens);
+  eval::check_sampling_options(sampling);  // before the (slow) model load
   eval::LoadedModel m = eval::load_model_for_inference(checkpoint, 1, 0, tokenizer, true);
   const data::Tokenizer* tok = m.tokenizer.get();
   std::vector<int32_t> prompt = {int32_t(tok->document_token())};

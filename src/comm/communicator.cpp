@@ -119,10 +119,12 @@ void Work::wait() {
   if (completed) return;
   const std::string context =
       comm_->context().empty() ? std::string() : strprintf(" (%s)", comm_->context().c_str());
-  comm_->abort(kExitPeerFailure,
-               strprintf("rank %d: %s of %zu bytes did not complete within %g s%s; a peer rank "
-                         "died or hangs",
-                         comm_->rank(), kind_name(kind_), bytes_, limit, context.c_str()));
+  std::string absent = comm_->absent_peers();
+  if (absent.empty()) absent = "a peer rank died or hangs";
+  comm_->abort(
+      kExitPeerFailure,
+      strprintf("rank %d: %s of %zu bytes did not complete within %g s%s; %s", comm_->rank(),
+                kind_name(kind_), bytes_, limit, context.c_str(), absent.c_str()));
 }
 
 }  // namespace gossamer::comm

@@ -136,6 +136,11 @@ class Communicator {
   // mpi/nccl). Used when one rank fails so the others do not wait forever.
   [[noreturn]] virtual void abort(int exit_code, const std::string& message) = 0;
 
+  // After an operation timed out: which peer ranks are not waiting with this one (stopped,
+  // hung or dead) and what is known of them, as text for the timeout message ("" when the
+  // backend cannot tell). May take a few seconds; the job is aborted right after.
+  virtual std::string absent_peers() { return {}; }
+
   // A Work::wait() or barrier() blocked longer than this aborts the job (abort(kExitPeerFailure,
   // ...)) with a message naming this rank, the operation and the context. 0 = wait forever.
   void set_timeout(double seconds) { timeout_s_ = seconds; }

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
@@ -80,6 +81,8 @@ class MpiCommunicator::State final : public WorkState {
 MpiCommunicator::MpiCommunicator() : runtime_(MpiRuntime::acquire()) {
   mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "comm: MPI_Comm_dup(MPI_COMM_WORLD)");
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &roll_call_), "comm: MPI_Comm_dup(MPI_COMM_WORLD)");
+  MPI_Comm_set_errhandler(roll_call_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   MPI_Comm node = MPI_COMM_NULL;
@@ -116,6 +119,7 @@ MpiCommunicator::~MpiCommunicator() {
                     rank_, pending, timeout_s_, context.c_str()));
   }
   worker_.join();
+  MPI_Comm_free(&roll_call_);
   MPI_Comm_free(&comm_);
 }
 
@@ -132,6 +136,7 @@ Work MpiCommunicator::enqueue(Op op, size_t bytes) {
   const Kind kind = op.kind;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    ++issued_;
     queue_.push_back(std::move(op));
   }
   queue_cv_.notify_one();
@@ -164,10 +169,17 @@ void MpiCommunicator::worker_loop() {
         error = failed_;
       }
     }
+    const bool ok = error.empty();
     op.state->complete(std::move(error));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = false;
+      if (ok) {
+        ++completed_;
+        last_completed_ = op.context.empty()
+                              ? std::string(kind_name(op.kind))
+                              : strprintf("%s (%s)", kind_name(op.kind), op.context.c_str());
+      }
     }
     idle_cv_.notify_all();
   }
@@ -408,6 +420,65 @@ void MpiCommunicator::barrier() {
   Op op;
   op.kind = Kind::BARRIER;
   enqueue(std::move(op), 0).wait();
+}
+
+std::string MpiCommunicator::absent_peers() {
+  if (size_ < 2) return {};
+  struct Counts {
+    int64_t issued, completed;
+  };
+  Counts mine{};
+  std::string last;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mine = {issued_, completed_};
+    last = last_completed_;
+  }
+  // Every rank that times out sends its counts to all others and listens; the messages are
+  // small (sent eagerly), so a rank that times out a little later still finds them.
+  const double grace = std::clamp(timeout_s_ / 2, 0.5, 10.0);
+  std::vector<Counts> theirs(size_t(size_), Counts{-1, -1});
+  std::vector<MPI_Request> recvs(size_t(size_), MPI_REQUEST_NULL), sends = recvs;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    MPI_Irecv(&theirs[size_t(p)], int(sizeof(Counts)), MPI_BYTE, p, kTag, roll_call_,
+              &recvs[size_t(p)]);
+    MPI_Isend(&mine, int(sizeof(Counts)), MPI_BYTE, p, kTag, roll_call_, &sends[size_t(p)]);
+  }
+  std::vector<bool> answered(size_t(size_), false);
+  answered[size_t(rank_)] = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::count(answered.begin(), answered.end(), false) > 0) {
+    for (int p = 0; p < size_; ++p) {
+      int flag = 0;
+      if (!answered[size_t(p)] &&
+          MPI_Test(&recvs[size_t(p)], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+        answered[size_t(p)] = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // The requests are left pending: the job is aborted right after.
+  std::string absent, elsewhere;
+  int num_absent = 0;
+  for (int p = 0; p < size_; ++p) {
+    if (!answered[size_t(p)]) {
+      absent += strprintf("%s%d", num_absent++ ? ", " : "", p);
+    } else if (p != rank_ && theirs[size_t(p)].issued != mine.issued) {
+      elsewhere += strprintf("; rank %d waits in its operation #%lld, this rank in #%lld", p,
+                             (long long)theirs[size_t(p)].issued, (long long)mine.issued);
+    }
+  }
+  if (num_absent == 0)
+    return "every rank answered a roll call, so none is stopped or dead" +
+           (elsewhere.empty() ? std::string(": all wait in the same operation (a very slow "
+                                            "link? raise parallel.timeout_s)")
+                              : elsewhere + " (the ranks issued different operations)");
+  const std::string seen = last.empty() ? std::string("no operation had completed on this rank")
+                                        : "the last operation completed on this rank was " + last;
+  return strprintf("rank%s %s did not answer a roll call within %g s (stopped, hung or dead); %s%s",
+                   num_absent > 1 ? "s" : "", absent.c_str(), grace, seen.c_str(),
+                   elsewhere.c_str());
 }
 
 void MpiCommunicator::abort(int exit_code, const std::string& message) {

@@ -3,6 +3,9 @@
 // MPI calls, so communication progresses while the issuing thread computes (the design of
 // PyTorch's ProcessGroupMPI). The issuing thread only enqueues and waits; the worker completes
 // each Work (mutex + condition variable) or records its error, rethrown by Work::wait().
+// After a timeout, absent_peers() holds a roll call on a second duplicate communicator: every
+// rank that times out sends its operation counts to all others and listens for a grace period;
+// ranks that do not answer are named (a stopped or hung process cannot answer).
 // Invariant: operations run one at a time in issue order; a failed operation fails every later
 // one (the ranks' sequences no longer match). Counts above the chunk limit are split into several
 // MPI calls, so counts beyond INT_MAX elements work.
@@ -48,6 +51,7 @@ class MpiCommunicator final : public Communicator {
                 int source, DType dtype) override;
   void barrier() override;
   [[noreturn]] void abort(int exit_code, const std::string& message) override;
+  std::string absent_peers() override;
 
   // Largest payload of one MPI call, in bytes (default 1 GiB; never more than INT_MAX
   // elements). Bigger operations are split. Applies to operations issued afterwards; tests lower
@@ -81,6 +85,7 @@ class MpiCommunicator final : public Communicator {
 
   std::shared_ptr<MpiRuntime> runtime_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm roll_call_ = MPI_COMM_NULL;  // absent_peers() only: never blocked by the worker
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   size_t max_chunk_bytes_ = size_t{1} << 30;
 
@@ -90,6 +95,9 @@ class MpiCommunicator final : public Communicator {
   std::deque<Op> queue_;
   bool busy_ = false, stop_ = false;
   std::thread worker_;
+  int64_t issued_ = 0;               // operations enqueued (issuing thread)
+  int64_t completed_ = 0;            // operations completed without error (under mutex_)
+  std::string last_completed_ = "";  // e.g. "all_reduce (step 12)" (under mutex_)
 
   // Worker-only state, sized once.
   std::string failed_;  // the first error; later ops fail with it

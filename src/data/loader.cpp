@@ -12,6 +12,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <span>
@@ -40,6 +41,17 @@ void fisher_yates(std::vector<Index>& perm, uint64_t n, Rng& rng) {
   }
 }
 
+// The first directory glob() could not read and why (glob's error callback takes no context).
+thread_local std::string glob_error_path;
+thread_local int glob_error_errno = 0;
+int remember_glob_error(const char* path, int err) {
+  if (glob_error_path.empty()) {
+    glob_error_path = path;
+    glob_error_errno = err;
+  }
+  return 1;  // stop: a directory that cannot be read is an error, not an empty match
+}
+
 }  // namespace
 
 std::vector<std::string> expand_shard_patterns(const std::string& patterns) {
@@ -54,12 +66,17 @@ std::vector<std::string> expand_shard_patterns(const std::string& patterns) {
     if (pattern.empty()) continue;
     ++num_patterns;
     glob_t g{};
-    const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    glob_error_path.clear();
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR, remember_glob_error, &g);
     if (rc == 0) {
       for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
     }
     ::globfree(&g);
     if (rc == GLOB_NOMATCH) fail("shard pattern '%s' matches no file", pattern.c_str());
+    if (rc == GLOB_ABORTED && !glob_error_path.empty()) {
+      fail("shard pattern '%s': directory %s: %s", pattern.c_str(), glob_error_path.c_str(),
+           std::strerror(glob_error_errno));
+    }
     if (rc != 0) {
       fail("shard pattern '%s': %s", pattern.c_str(),
            rc == GLOB_NOSPACE ? "out of memory" : "read error while expanding it");

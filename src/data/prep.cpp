@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "data/shard.h"
+#include "data/text_check.h"
 #include "data/tokenizer.h"
 
 namespace gossamer::data {
@@ -86,6 +87,27 @@ void encode_batch(const Tokenizer& tok, std::vector<std::string>& docs, ShardSin
   docs.clear();
 }
 
+// Logs invalid UTF-8 in the input `path` with counts; refuses a file that is mostly not text.
+void check_is_text(const std::string& path, bool allow_binary) {
+  std::ifstream probe(path, std::ios::binary);
+  GOSSAMER_CHECK(probe.good(), "prep: input %s: cannot open for reading", path.c_str());
+  const TextScan scan = scan_text_file(path);
+  const double fraction = scan.non_text_fraction();
+  GOSSAMER_CHECK(allow_binary || fraction <= kMaxNonTextFraction,
+                 "prep: input %s does not look like text: %.1f%% of its %" PRIu64
+                 " bytes are invalid UTF-8 (%" PRIu64 " sequences) or control characters (%" PRIu64
+                 "); give --allow-binary to tokenise it anyway",
+                 path.c_str(), 100 * fraction, scan.bytes, scan.invalid_sequences,
+                 scan.control_bytes);
+  if (scan.invalid_sequences > 0)
+    log_warn("prep: input %s: %" PRIu64 " invalid UTF-8 sequence(s), the first at byte %" PRIu64
+             "; each is tokenised as U+FFFD",
+             path.c_str(), scan.invalid_sequences, scan.first_invalid_offset);
+  if (scan.control_bytes > 0)
+    log_warn("prep: input %s: %" PRIu64 " control character(s) (NUL and others)", path.c_str(),
+             scan.control_bytes);
+}
+
 // Checks the options and the inputs, creates the output directory and returns the tokenizer:
 // the one named, loaded before anything is written, or the spm model trained on the inputs.
 std::unique_ptr<Tokenizer> make_tokenizer(const PrepOptions& opt) {
@@ -102,10 +124,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const PrepOptions& opt) {
                  "is the tokenizer)",
                  opt.train_spm.model_prefix.c_str(), spec.c_str());
   GOSSAMER_CHECK(train || !spec.empty(), "prep: no tokenizer (give --tokenizer or --train-spm)");
-  for (const auto& path : opt.inputs) {
-    std::ifstream probe(path, std::ios::binary);
-    GOSSAMER_CHECK(probe.good(), "prep: input %s: cannot open for reading", path.c_str());
-  }
+  for (const auto& path : opt.inputs) check_is_text(path, opt.allow_binary);
   std::unique_ptr<Tokenizer> tok;
   if (!train) tok = load_tokenizer(spec);  // fails before anything is written
   const std::filesystem::path parent = std::filesystem::path(opt.output_prefix).parent_path();

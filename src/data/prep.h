@@ -36,6 +36,10 @@ struct PrepOptions {
   std::string output_prefix;        // shards are <output_prefix>_000000.bin, ...
   uint64_t shard_tokens = 100000000;
   DocSplit doc_split = DOC_SPLIT_BLANK_LINE;
+  // Inputs are scanned before anything is written (text_check.h): invalid UTF-8 is logged with
+  // counts; a file whose non-text fraction exceeds kMaxNonTextFraction is refused unless this
+  // is set.
+  bool allow_binary = false;
 };
 
 struct PrepStats {
@@ -51,8 +55,8 @@ struct PrepStats {
 // Parses "blank-line" or "file"; throws naming the value otherwise.
 DocSplit parse_doc_split(const std::string& name);
 
-// Throws gossamer::Error naming the input or output that fails, the tokenizer that does not
-// load, or when there are no documents.
+// Throws gossamer::Error naming the input or output that fails (an input that is mostly not
+// text included), the tokenizer that does not load, or when there are no documents.
 PrepStats prep_run(const PrepOptions& options);
 
 }  // namespace gossamer::data

@@ -27,6 +27,11 @@ int run_eval(const EvalOptions& o) {
                  "%s: nothing to evaluate: data.val is empty; pass --data SHARDS or --hellaswag "
                  "FILE",
                  o.config.c_str());
+  GOSSAMER_CHECK(o.choice_limit >= 0, "--limit %lld: expected a number of examples >= 0 (0: all)",
+                 (long long)o.choice_limit);
+  GOSSAMER_CHECK(o.choice_limit == 0 || !o.choices.empty(),
+                 "--limit %lld: applies to --hellaswag, which is not given",
+                 (long long)o.choice_limit);
   const int B = config.data.micro_batch, T = config.data.seq_len;
 
   // Inputs that can fail are opened before the (slow) model load.

@@ -47,6 +47,12 @@ int label_of(const json& j, const std::string& where) {
   fail("%s: \"label\" must be an integer, found %s", where.c_str(), l.dump().c_str());
 }
 
+// "FILE:LINE" of an example (or "line LINE" when it was not read from a file).
+std::string where_of(const ChoiceExample& e) {
+  return e.file.empty() ? strprintf("line %lld", (long long)e.line)
+                        : strprintf("%s:%lld", e.file.c_str(), (long long)e.line);
+}
+
 }  // namespace
 
 std::vector<ChoiceExample> read_choice_jsonl(const std::string& path) {
@@ -67,6 +73,7 @@ std::vector<ChoiceExample> read_choice_jsonl(const std::string& path) {
                    j.type_name());
     ChoiceExample ex;
     ex.line = line;
+    ex.file = path;
     ex.context = context_of(j, where);
     GOSSAMER_CHECK(j.contains("endings") && j["endings"].is_array(),
                    "%s: missing field \"endings\" (an array of strings)", where.c_str());
@@ -93,8 +100,8 @@ ChoiceScores score_choice(model::Model& model, const data::Tokenizer& tokenizer,
                           const ChoiceExample& example) {
   const int n = int(example.endings.size());
   const int max_T = model.max_seq();
-  GOSSAMER_CHECK(n <= model.max_batch(), "line %lld: %d endings, more than the batch of %d",
-                 (long long)example.line, n, model.max_batch());
+  GOSSAMER_CHECK(n <= model.max_batch(), "%s: %d endings, more than the batch of %d",
+                 where_of(example).c_str(), n, model.max_batch());
   std::vector<uint32_t> ctx = {tokenizer.document_token()};
   for (uint32_t t : tokenizer.encode(example.context)) ctx.push_back(t);
   std::vector<std::vector<uint32_t>> ends(n);
@@ -102,8 +109,8 @@ ChoiceScores score_choice(model::Model& model, const data::Tokenizer& tokenizer,
   for (int i = 0; i < n; ++i) {
     ends[i] = tokenizer.encode(" " + example.endings[i]);
     GOSSAMER_CHECK(!ends[i].empty() && int(ends[i].size()) < max_T,
-                   "line %lld: ending %d has %zu tokens; the model's context holds %d",
-                   (long long)example.line, i, ends[i].size(), max_T);
+                   "%s: ending %d has %zu tokens; the model's context holds %d",
+                   where_of(example).c_str(), i, ends[i].size(), max_T);
     // Input = row without its last token; the row is (kept context) + ending.
     T = std::max(T, std::min<int>(max_T, int(ctx.size() + ends[i].size()) - 1));
   }

@@ -23,6 +23,7 @@ struct ChoiceExample {
   std::vector<std::string> endings;
   int label = 0;
   int64_t line = 0;  // 1-based line of the file, for messages
+  std::string file;  // the file it was read from, for messages (may be empty)
 };
 
 // Reads every non-blank line; throws gossamer::Error "PATH:LINE: ..." for the first bad line

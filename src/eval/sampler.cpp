@@ -38,10 +38,19 @@ int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Rng
   return idx[keep - 1];
 }
 
+void check_sampling_options(const SamplingOptions& opt) {
+  GOSSAMER_CHECK(std::isfinite(opt.temperature) && opt.temperature >= 0,
+                 "--temperature %g: expected a finite number >= 0 (0: greedy)", opt.temperature);
+  GOSSAMER_CHECK(opt.top_k >= 0, "--top-k %d: expected an integer >= 0 (0: off)", opt.top_k);
+  GOSSAMER_CHECK(opt.top_p >= 0 && opt.top_p <= 1,
+                 "--top-p %g: expected a number in [0, 1] (1: off)", opt.top_p);
+}
+
 std::vector<int32_t> generate(model::Model& model, std::vector<int32_t> prompt, int n_new,
                               const SamplingOptions& opt, Rng& rng,
                               const std::function<void(int32_t)>& on_token) {
   GOSSAMER_CHECK(!prompt.empty(), "generate: the prompt must hold at least one token");
+  check_sampling_options(opt);
   const int V = model.config().vocab_size, Vp = model.config().padded_vocab_resolved();
   const int window = model.max_seq();
   std::vector<int32_t> out;

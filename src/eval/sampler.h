@@ -18,10 +18,15 @@ struct SamplingOptions {
   double top_p = 1.0;        // 1: no nucleus filtering
 };
 
+// Throws gossamer::Error naming the option (as the `generate` flag) that is out of range:
+// temperature must be finite and >= 0, top_k >= 0, top_p in [0, 1].
+void check_sampling_options(const SamplingOptions& opt);
+
 // Samples one token id from logits[0, V) (V real columns).
 int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Rng& rng);
 
-// Appends n_new sampled tokens to `prompt` (non-empty) and returns the new tokens. on_token
+// Appends n_new sampled tokens to `prompt` (non-empty) and returns the new tokens; checks `opt`
+// first. on_token
 // (optional) sees each token as it is produced, for streaming output.
 std::vector<int32_t> generate(model::Model& model, std::vector<int32_t> prompt, int n_new,
                               const SamplingOptions& opt, Rng& rng,

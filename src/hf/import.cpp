@@ -256,10 +256,23 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
                    r->path().c_str(), name.c_str(), orig.c_str());
     used.insert(name);
   }
+  std::vector<std::string> ignored;
   for (const auto& [name, reader] : weights.all()) {
-    if (used.count(name) || adapter.is_ignored_buffer(name)) continue;
+    if (used.count(name)) continue;
+    if (adapter.is_ignored_buffer(name)) {
+      ignored.push_back(name);
+      continue;
+    }
     fail("%s: unexpected tensor '%s' (not part of a %s with config.json's settings: %s)",
          reader->path().c_str(), name.c_str(), family.architecture.c_str(), describe(spec).c_str());
+  }
+  if (!ignored.empty()) {
+    std::string names;
+    for (size_t i = 0; i < ignored.size() && i < 3; ++i) names += (i ? ", " : "") + ignored[i];
+    log_info(
+        "%s: ignoring %zu buffer(s) that are not parameters (causal masks, rotary tables): "
+        "%s%s",
+        hf_dir.c_str(), ignored.size(), names.c_str(), ignored.size() > 3 ? ", ..." : "");
   }
 }
 

@@ -30,9 +30,12 @@ namespace {
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> g_pending{0};        // a signal not yet forwarded (0: none)
 std::atomic<bool> g_received{false};  // any signal since the guard was installed
+std::atomic<int> g_first{0};          // the first signal since the guard was installed
 struct sigaction g_saved[3];
 
 void on_signal(int sig) {
+  int none = 0;
+  g_first.compare_exchange_strong(none, sig);
   g_pending.store(sig);
   g_received.store(true);
 }
@@ -47,6 +50,7 @@ std::string ProcessExit::describe() const {
 SweepSignalGuard::SweepSignalGuard() {
   g_pending.store(0);
   g_received.store(false);
+  g_first.store(0);
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -60,6 +64,10 @@ SweepSignalGuard::~SweepSignalGuard() {
 
 bool SweepSignalGuard::interrupted() {
   return g_received.load();
+}
+
+int SweepSignalGuard::first_signal() {
+  return g_first.load();
 }
 
 pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log_path,

@@ -29,6 +29,8 @@ class SweepSignalGuard {
   SweepSignalGuard& operator=(const SweepSignalGuard&) = delete;
   // A signal was received since the guard was installed.
   static bool interrupted();
+  // The first signal received since the guard was installed (0: none).
+  static int first_signal();
 };
 
 // Starts argv (argv[0] searched in PATH). log_path: append stdout and stderr there ("": inherit).

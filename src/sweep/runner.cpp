@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -356,7 +357,9 @@ PointOutcome run_point(const SweepPoint& p, const SweepPlanItem& item, size_t la
   const PointState st = inspect_point(p, {});
   std::string outcome = "finished";
   if (!st.finished || !e.ok())
-    outcome = (e.code == 130 || SweepSignalGuard::interrupted()) ? "interrupted" : "failed";
+    outcome = (e.code == 128 + SIGINT || e.code == 128 + SIGTERM || SweepSignalGuard::interrupted())
+                  ? "interrupted"
+                  : "failed";
   json record = {
       {"status", outcome},    {"exit", r.start_error.empty() ? e.describe() : r.start_error},
       {"exit_code", e.code},  {"signal", e.signal},
@@ -380,14 +383,16 @@ PointOutcome run_point(const SweepPoint& p, const SweepPlanItem& item, size_t la
   return PointOutcome::FAILED;
 }
 
-// The closing message and the exit status: 130 interrupted, 1 some point failed, 0 all done.
+// The closing message and the exit status: 128 + the signal when interrupted (130 for SIGINT,
+// 143 for SIGTERM), 1 some point failed, 0 all done.
 int report_sweep_end(const SweepSpec& spec, const std::vector<std::string>& failed,
                      bool interrupted) {
   if (interrupted) {
     log_warn(
         "sweep: interrupted; run the same command again to continue (finished points are "
         "skipped, interrupted ones resume from their checkpoint)");
-    return 130;
+    const int sig = SweepSignalGuard::first_signal();
+    return 128 + (sig != 0 ? sig : SIGINT);
   }
   if (!failed.empty()) {
     std::string list;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "data/loader.h"
+#include "io/json_file.h"
 #include "train/run_config.h"
 
 namespace gossamer::sweep {
@@ -197,14 +198,10 @@ json read_base(const ordered_json& j, const std::string& base_dir) {
   if (j["base"].is_string()) {
     fs::path p = j["base"].get<std::string>();
     if (p.is_relative()) p = fs::path(base_dir) / p;
-    std::ifstream in(p);
-    GOSSAMER_CHECK(in.good(), "base: cannot open config file %s", p.string().c_str());
-    std::stringstream ss;
-    ss << in.rdbuf();
     try {
-      base = json::parse(ss.str());
-    } catch (const json::parse_error& e) {
-      fail("base: %s: not valid JSON: %s", p.string().c_str(), e.what());
+      base = io::read_strict_json_file<json>(p.string(), "config file");
+    } catch (const Error& e) {
+      fail("base: %s", e.what());
     }
     base_where = "base " + p.string();
   } else {
@@ -557,16 +554,7 @@ void check_sweep_data(const SweepSpec& spec) {
 }
 
 SweepSpec load_sweep(const std::string& path, const std::string& out_override) {
-  std::ifstream in(path);
-  GOSSAMER_CHECK(in.good(), "%s: cannot open sweep file", path.c_str());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ordered_json j;
-  try {
-    j = ordered_json::parse(ss.str());
-  } catch (const ordered_json::parse_error& e) {
-    fail("%s: not valid JSON: %s", path.c_str(), e.what());
-  }
+  const ordered_json j = io::read_strict_json_file<ordered_json>(path, "sweep file");
   const fs::path p(path);
   return parse_sweep(j, path, p.parent_path().string(), sanitize_point_name(p.stem().string()),
                      out_override);

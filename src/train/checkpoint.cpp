@@ -236,6 +236,24 @@ void verify_checkpoint(const std::string& checkpoint_dir) {
   read_trainer_state(dir / "trainer.json");
 }
 
+bool is_run_without_checkpoints(const std::string& path, const std::string& out_dir) {
+  const fs::path p(path);
+  std::error_code ec;
+  if (!fs::is_directory(p, ec) || fs::exists(p / "trainer.json", ec) ||
+      fs::weakly_canonical(p, ec) != fs::weakly_canonical(out_dir, ec))
+    return false;
+  if (!fs::exists(p / "checkpoints", ec)) return true;
+  for (const auto& e : fs::directory_iterator(p / "checkpoints", ec))
+    if (e.path().filename().string().starts_with("step_")) return false;
+  return !ec;
+}
+
+json load_run_directory_config(const std::string& run_dir) {
+  json config = read_json_file(fs::path(run_dir) / "config.json");
+  migrate_legacy_config(config);
+  return config;
+}
+
 std::string resolve_checkpoint_for_resume(const std::string& path) {
   const fs::path p(path);
   std::error_code ec;

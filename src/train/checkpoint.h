@@ -61,6 +61,12 @@ void prune_checkpoints(const std::string& run_dir, int64_t keep);
 // checkpoint). Throws naming the path when there is none.
 std::string resolve_checkpoint(const std::string& path);
 
+// Whether --resume `path` names the run directory `out_dir` itself and it holds no checkpoint
+// yet: a run stopped before its first checkpoint, which --resume starts again from step 0.
+bool is_run_without_checkpoints(const std::string& path, const std::string& out_dir);
+// The resolved run config a run directory was started with (RUN/config.json).
+nlohmann::json load_run_directory_config(const std::string& run_dir);
+
 // For --resume: a checkpoint directory itself (it must verify), or the newest checkpoint of a
 // run directory that verifies; damaged newer ones are skipped with a warning naming them.
 // Throws naming the path when none is intact.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_file.h"
 #include "train/config_visitors.h"
 
 namespace gossamer::train {
@@ -64,6 +65,10 @@ void apply_override(json& root, const std::string& assignment) {
   const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = text;
+  GOSSAMER_CHECK(!value.is_object(),
+                 "--set %s: a value may not be an object (it would replace the whole section); "
+                 "set its keys one by one, e.g. --set %s.KEY=VALUE",
+                 assignment.c_str(), key.c_str());
   json* node = &root;
   size_t start = 0;
   while (true) {
@@ -107,16 +112,7 @@ RunConfig parse_run_config(const json& j, const std::string& source) {
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
                           int world) {
-  std::ifstream in(path);
-  GOSSAMER_CHECK(in.good(), "%s: cannot open config file", path.c_str());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    fail("%s: not valid JSON: %s", path.c_str(), e.what());
-  }
+  json j = io::read_strict_json_file<json>(path, "config file");
   if (!j.is_object()) fail("%s: expected a JSON object at the top level", path.c_str());
   for (const auto& o : overrides) apply_override(j, o);
   RunConfig c = parse_run_config(j, path);

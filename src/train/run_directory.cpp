@@ -6,12 +6,15 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +61,46 @@ fs::path move_aside(const fs::path& dir) {
                  aside.c_str(), ec.message().c_str());
   io::fsync_directory(io::parent_directory(dir.string()));
   return aside;
+}
+
+// The pid of a writer's temporary ".NAME.tmp-PID" (io::AtomicFile, io::StagingDir), or -1.
+int temporary_owner(const std::string& name) {
+  const size_t at = name.rfind(".tmp-");
+  if (!name.starts_with(".") || at == std::string::npos) return -1;
+  const std::string digits = name.substr(at + 5);
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  return std::stoi(digits);
+}
+
+// Removes the temporaries of writers that no longer run (killed mid-write) from `dir` and its
+// checkpoints/. The caller holds the run directory's lock, so no training writes there now.
+void remove_interrupted_writes(const fs::path& dir) {
+  std::error_code ec;
+  for (const fs::path& d : {dir, dir / "checkpoints"}) {
+    if (!fs::is_directory(d, ec)) continue;
+    std::vector<fs::path> stale;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      const int pid = temporary_owner(e.path().filename().string());
+      if (pid > 0 && (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH)))
+        stale.push_back(e.path());
+    }
+    for (const fs::path& p : stale) {
+      uintmax_t bytes = 0;
+      if (fs::is_directory(p, ec)) {
+        for (const auto& f : fs::recursive_directory_iterator(p, ec))
+          if (f.is_regular_file(ec)) bytes += f.file_size(ec);
+      } else {
+        bytes = fs::file_size(p, ec);
+      }
+      if (ec) bytes = 0;  // the size is for the message only
+      ec.clear();
+      fs::remove_all(p, ec);
+      log_warn("run directory: removed %s (%.1f MB), left by a write that was interrupted%s",
+               p.c_str(), double(bytes) / 1e6, ec ? (": " + ec.message()).c_str() : "");
+    }
+  }
 }
 
 }  // namespace
@@ -160,7 +203,9 @@ std::unique_ptr<RunDirectoryLock> claim_run_directory(const std::string& dir, Ru
   fs::create_directories(dir, ec);
   GOSSAMER_CHECK(!ec && fs::is_directory(dir), "train.out_dir: cannot create run directory %s: %s",
                  dir.c_str(), ec ? ec.message().c_str() : "not a directory");
-  return std::make_unique<RunDirectoryLock>(dir);
+  auto lock = std::make_unique<RunDirectoryLock>(dir);
+  remove_interrupted_writes(dir);
+  return lock;
 }
 
 }  // namespace gossamer::train

@@ -6,6 +6,9 @@
 //     (--overwrite, which moves the old run aside to a sibling RUN.replaced-TIMESTAMP and says
 //     so); a new run never truncates another run's metrics or deletes its checkpoints.
 //   - Any other non-empty directory (an HF export, a home directory) is refused, always.
+//   - Leftovers of writes interrupted by a crash (".NAME.tmp-PID" files and checkpoint staging
+//     directories of a process that no longer runs) are removed, with a warning naming each,
+//     once the lock is taken.
 //   - While a run trains, the directory's .lock is held (flock) and names the holder's PID;
 //     a second training into it is refused naming that PID. Readers (eval, generate,
 //     export-hf) take no lock: checkpoint directories are complete when they appear and the
@@ -47,7 +50,8 @@ class RunDirectoryLock {
 };
 
 // Checks that a run may start in `dir` as `start` says (see the rules above), creates it,
-// moves an existing run aside for RUN_START_OVERWRITE, and takes the lock. Throws
+// moves an existing run aside for RUN_START_OVERWRITE, takes the lock and removes the leftovers
+// of interrupted writes. Throws
 // gossamer::Error naming train.out_dir, the directory and what to do instead. Call on the one
 // rank that writes the run directory, before anything is written.
 // resume: what a RUN_START_RESUME continues from (--resume: a run directory or a checkpoint);

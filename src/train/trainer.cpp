@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -235,7 +236,16 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
   optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,
                                       comm_, comm_, tc_.seed, tc_.steps});
   state_ = initial_trainer_state(tc_.seed);
-  if (!resume_path.empty()) {
+  if (!resume_path.empty() && is_run_without_checkpoints(resume_path, tc_.out_dir)) {
+    if (rank_ == 0)
+      log_warn(
+          "--resume %s: the run stopped before its first checkpoint; starting it again from "
+          "step 0",
+          resume_path.c_str());
+    if (fs::exists(fs::path(resume_path) / "config.json"))
+      check_resume_changes(load_run_directory_config(resume_path), to_json(config_),
+                           tokens_per_step_, tokens_per_step_, allow_change);
+  } else if (!resume_path.empty()) {
     resumed_from_ = resolve_checkpoint_for_resume(resume_path);
     const TrainerState saved = read_checkpoint_trainer_state(resumed_from_);
     check_resume_changes(load_checkpoint_config(resumed_from_), to_json(config_),
@@ -473,7 +483,8 @@ int TrainingRun::run() {
       if (rank_ == 0)
         log_warn("interrupted by signal %d after step %lld; resume with --resume %s",
                  interrupt_signal(), (long long)state_.step, tc_.out_dir.c_str());
-      exit_code = 130;
+      // 128 + the signal (130 SIGINT, 143 SIGTERM); a rank stopped by a peer's signal says 130.
+      exit_code = 128 + (interrupt_signal() != 0 ? interrupt_signal() : SIGINT);
       break;
     }
   }

@@ -12,6 +12,30 @@ FAILURES=0
 fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
 pass() { echo "ok: $*"; }
 
+# docs/RELIABILITY.md is generated from what the tests record (scripts/reliability-table.sh):
+# with GOSSAMER_RELIABILITY_DIR set (ctest sets it), every checked case appends one line
+# "NAME<TAB>EXIT<TAB>MESSAGE<TAB>COMMAND" to DIR/<this test>.tsv, which starts empty.
+RELIABILITY_LOG=""
+if [[ -n "${GOSSAMER_RELIABILITY_DIR:-}" && "$0" == *.sh ]]; then
+  mkdir -p "$GOSSAMER_RELIABILITY_DIR"
+  RELIABILITY_LOG="$GOSSAMER_RELIABILITY_DIR/$(basename "$0" .sh).tsv"
+  : >"$RELIABILITY_LOG"
+fi
+# record_case NAME EXIT MESSAGE CMD...: adds a checked case to the table (paths under $WORK,
+# the source directory and the binary are written as $WORK, . and gossamer).
+record_case() {
+  [[ -n "$RELIABILITY_LOG" ]] || return 0
+  local name="$1" code="$2" message="$3"; shift 3
+  # The tests' wrappers for the binary: run ARGS, or a function named after the subcommand
+  # (e.g. train, which adds the test's config flags).
+  [[ "${1:-}" == run ]] && shift && set -- gossamer "$@"
+  case "${1:-}" in train | eval | generate | prep | sweep) declare -F "$1" >/dev/null && set -- gossamer "$@" ;; esac
+  local cmd="$*"
+  cmd="${cmd//$GOSSAMER/gossamer}"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$code" "${message//$'\t'/ }" "${cmd//$'\t'/ }" \
+    | sed -e "s|$WORK|\$WORK|g" -e "s|$SRC/||g" -e "s|$SRC|.|g" >>"$RELIABILITY_LOG"
+}
+
 # expect_error NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN (grep -E) to stderr.
 expect_error() {
   local name="$1" pattern="$2"; shift 2
@@ -22,6 +46,7 @@ expect_error() {
     fail "$name: exit $rc but message does not match /$pattern/: $out"; return
   fi
   pass "$name (exit $rc): $(head -c 200 <<<"$out" | tr '\n' ' ')"
+  record_case "$name" "$rc" "$(grep -m1 -E -- "$pattern" <<<"$out")" "$@"
 }
 
 # json_field FILE STEP KEY: the value of KEY in the metrics line of step STEP that has KEY.

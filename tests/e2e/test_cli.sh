@@ -12,7 +12,7 @@ check() {
 }
 check "top level" "--version -h,--help bench config-reference eval export-hf generate import-hf prep sweep train " 
 check "train" "--allow-change --init-from --out --overwrite --resume --set -c,--config -h,--help " train
-check "prep" "--docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
+check "prep" "--allow-binary --docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
 check "generate" "--checkpoint --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
 check "bench" "--set --steps --warmup -c,--config -h,--help comm " bench

@@ -29,6 +29,13 @@ expect_error "unknown enum value" 'optimizer.scape.reading: expected a string, o
   run train -c $TINY --set optimizer.name=scape --set optimizer.scape.reading=C
 expect_error "nccl for host buffers" 'parallel.backend = "nccl": NCCL moves device memory' \
   run train -c $TINY --set parallel.backend=nccl
+echo '{"train": {"steps": 5, "seed": 1, "steps": 7}}' >"$WORK/dup.json"
+expect_error "duplicate key" "dup.json: duplicate key train.steps" run train -c "$WORK/dup.json"
+echo '{"optimizer": {"lr": 1e999}}' >"$WORK/huge.json"
+expect_error "number out of range" "huge.json: not valid JSON: a number does not fit" run train -c "$WORK/huge.json"
+mkdir -p "$WORK/adir"
+expect_error "directory as config" "adir: is a directory, not a config file" run train -c "$WORK/adir"
+expect_error "--set of a whole section" "--set model=\{\}: a value may not be an object" run train -c $TINY --set 'model={}'
 expect_error "malformed fault" 'GOSSAMER_FAULT="delay:0:1": expected' env GOSSAMER_FAULT=delay:0:1 "$GOSSAMER" train -c $TINY --out "$WORK/f"
 
 # -- shards
@@ -55,6 +62,8 @@ expect_error "shard trailing bytes" "trailing.bin.*(trailing|length)" run train 
 expect_error "shard short header" "short.bin" run train -c $TINY --set data.train="$WORK/short.bin"
 expect_error "token beyond vocab" "bigtoken.bin.*(token|offset)" run train -c $TINY --set data.train="$WORK/bigtoken.bin"
 expect_error "too few windows" "data.train: holds 1 windows" run train -c $TINY --set data.train="$WORK/tiny.bin"
+expect_error "glob in a missing directory" "directory $WORK/nodir: No such file or directory" \
+  run train -c $TINY --set data.train="$WORK/nodir/train_*.bin"
 expect_error "no shard matches" "nomatch_.*\\*\\.bin" run train -c $TINY --set data.train="$WORK/nomatch_*.bin"
 
 # -- output directory
@@ -78,6 +87,31 @@ expect_error "generate from corrupt checkpoint" "model.safetensors" run generate
 mkdir -p "$WORK/tok"
 expect_error "missing tokenizer files" "tok.*encoder.json" run generate --checkpoint "$WORK/small" --tokenizer "$WORK/tok" --tokens 2
 expect_error "sampling without tokenizer" "encoder.json" run train -c $TINY --set train.sample_every=1 --set data.tokenizer="$WORK/tok" --out "$WORK/y"
+
+# -- prep: a file that is mostly not text is refused; invalid UTF-8 in text is counted
+# 20000 pseudo-random bytes (a fixed LCG, so the message's counts are the same everywhere)
+python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 1103515245 + 12345) % 2**31 >> 16 & 255 for i in range(20000)))' >"$WORK/random.bin"
+expect_error "prep of a binary file" "random.bin does not look like text: .*--allow-binary" \
+  run prep --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/bin" "$WORK/random.bin"
+[[ ! -e "$WORK/prep" ]] && pass "refused prep wrote nothing" || fail "refused prep left $WORK/prep"
+printf 'caf\xe9 au lait, pain et confiture\n\nna\xefve \xff text of some length here\n' >"$WORK/latin1.txt"
+out=$("$GOSSAMER" prep --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/latin1" "$WORK/latin1.txt" 2>&1) \
+  && grep -q "latin1.txt: 3 invalid UTF-8 sequence(s), the first at byte 3" <<<"$out" \
+  && pass "prep warns about invalid UTF-8 with counts" \
+  && record_case "prep warns about invalid UTF-8" 0 "$(grep -m1 'invalid UTF-8' <<<"$out")" \
+       gossamer prep --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/latin1" "$WORK/latin1.txt" \
+  || fail "prep of latin-1 text: $out"
+"$GOSSAMER" prep --allow-binary --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/bin" "$WORK/random.bin" \
+  >/dev/null 2>&1 && [[ -f "$WORK/prep/bin_000000.bin" ]] && pass "prep --allow-binary tokenises it" \
+  || fail "prep --allow-binary failed"
+
+# -- generate and eval options (checked before the model loads)
+for bad in "--temperature nan" "--temperature -1" "--top-p 2" "--top-k -3"; do
+  # shellcheck disable=SC2086
+  expect_error "generate $bad" "${bad/ /.*}: expected" run generate --checkpoint "$WORK/small" $bad --tokens 2
+done
+expect_error "eval --limit -1" "--limit -1: expected a number of examples >= 0" \
+  run eval -c $TINY --checkpoint "$WORK/small" --limit -1
 
 # -- CLI
 expect_error "no subcommand" "subcommand" run

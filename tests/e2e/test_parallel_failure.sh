@@ -2,8 +2,9 @@
 # the step, a non-zero exit status, and the last complete checkpoint usable:
 #   - NaN gradients on one rank (GOSSAMER_FAULT=nan:1:3): found before they are communicated;
 #     every rank stops at step 3 with the same message, exit 1, no step-3 checkpoint;
-#   - a rank that hangs (GOSSAMER_FAULT=hang:1:3): the others give up after parallel.timeout_s,
-#     naming their rank, the collective and the step, exit 3 (comm::kExitPeerFailure);
+#   - a rank that hangs (GOSSAMER_FAULT=hang:1:3) or is stopped (SIGSTOP): the others give up
+#     after parallel.timeout_s, naming their rank, the collective, the step and the rank that
+#     did not answer their roll call, exit 3 (comm::kExitPeerFailure);
 #   - a rank killed with SIGKILL mid-run: mpirun ends the job naming the rank; training
 #     resumes from the last checkpoint at another world size;
 #   - ranks started with different configs (MPMD, another --set on rank 1): every rank stops at
@@ -15,6 +16,16 @@ G="$GOSSAMER"
 TINY=configs/test/gpt2-tiny.json
 common=(--set train.eval_every=0 --set train.log_every=1 --set train.checkpoint_every=2
         --set data.micro_batch=2)
+
+# rank_pid OUT RANK: the pid of this job's rank RANK (found by its unique --out; ctest runs other
+# tests' trainings at the same time), or nothing.
+rank_pid() {
+  local pid
+  for pid in $(pgrep -f -- "--out $1" || true); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$pid"
+  done
+  return 0
+}
 
 run_fault() {  # NAME FAULT SECONDS_LIMIT ARGS... ; sets RC and OUT
   local name="$1" fault="$2" limit="$3"; shift 3
@@ -31,13 +42,44 @@ run_fault nan nan:1:3 60 --set train.steps=10 --out "$WORK/nan"
 [[ $RC -eq 1 ]] && pass "nan: exit 1" || fail "nan: exit $RC"
 [[ $(grep -c 'step 3: non-finite (NaN/Inf) gradients on rank 1, found before they were communicated' <<<"$OUT") -ge 2 ]] \
   && pass "nan: both ranks name rank 1 and step 3" || { echo "$OUT" | tail; fail "nan: message"; }
+record_case "NaN gradients on rank 1 at step 3 (2 ranks)" $RC "$(grep -m1 'non-finite' <<<"$OUT")" \
+  GOSSAMER_FAULT=nan:1:3 mpirun -np 2 gossamer train ...
 [[ -d "$WORK/nan/checkpoints/step_00000002" && ! -e "$WORK/nan/checkpoints/step_00000003" ]] \
   && pass "nan: checkpoint 2 complete, nothing written for step 3" || fail "nan: checkpoints $(ls "$WORK/nan/checkpoints")"
 
 run_fault hang hang:1:3 60 --set train.steps=10 --set parallel.timeout_s=5 --out "$WORK/hang"
 [[ $RC -eq 3 ]] && pass "hang: exit 3" || fail "hang: exit $RC"
-grep -qE 'rank 0: [a-z_]+ of [0-9]+ bytes did not complete within 5 s \(step 3\); a peer rank died or hangs' <<<"$OUT" \
-  && pass "hang: rank 0 names itself, the collective and step 3" || { echo "$OUT" | tail; fail "hang: message"; }
+absent='did not answer a roll call within 2.5 s \(stopped, hung or dead\); the last operation completed on this rank was [a-z_]+ \(step [0-9]+\)'
+hang_line='rank 0: [a-z_]+ of [0-9]+ bytes did not complete within 5 s \(step 3\); rank 1 '"$absent"
+grep -qE "$hang_line" <<<"$OUT" \
+  && pass "hang: rank 0 names itself, the collective, step 3 and rank 1" || { echo "$OUT" | tail; fail "hang: message"; }
+# placeholders: the size and the last operation vary with timing
+record_case "rank 1 hangs at step 3 (2 ranks)" $RC "$(grep -m1 -oE "$hang_line" <<<"$OUT" \
+  | sed -E 's/(of) [0-9]+ (bytes)/\1 N \2/; s/was [a-z_]+ \(step [0-9]+\)/was OP (step S)/')" \
+  GOSSAMER_FAULT=hang:1:3 mpirun -np 2 gossamer train ... --set parallel.timeout_s=5
+
+# SIGSTOP one rank: it cannot answer; the other names it.
+(rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 --set parallel.timeout_s=4 \
+  --out "$WORK/stop" >"$WORK/stop.log" 2>&1 || rc=$?; echo $rc >"$WORK/stop.rc") &
+for _ in $(seq 1 120); do [[ -d "$WORK/stop/checkpoints/step_00000002" ]] && break; sleep 0.5; done
+stopped="$(rank_pid "$WORK/stop" 1 | head -1)"
+if [[ -z "$stopped" ]]; then
+  fail "stop: could not find rank 1"
+else
+  kill -STOP "$stopped"
+  for _ in $(seq 1 120); do [[ -f "$WORK/stop.rc" ]] && break; sleep 0.5; done
+  kill -9 "$stopped" 2>/dev/null || true
+  rc="$(cat "$WORK/stop.rc" 2>/dev/null || echo none)"
+  stop_line='rank 0: [a-z_]+ of [0-9]+ bytes did not complete within 4 s \(step [0-9]+\); rank 1 did not answer a roll call within 2 s \(stopped, hung or dead\); the last operation completed on this rank was [a-z_]+ \(step [0-9]+\)'
+  [[ "$rc" == 3 ]] && grep -qE "$stop_line" "$WORK/stop.log" \
+    && pass "stop: exit 3, rank 0 names rank 1 and the last operation completed" \
+    && record_case "rank 1 stopped with SIGSTOP (2 ranks)" "$rc" \
+         "$(grep -m1 -oE "$stop_line" "$WORK/stop.log" \
+            | sed -E 's/[a-z_]+ (of) [0-9]+ (bytes)/OP \1 N \2/; s/was [a-z_]+/was OP/; s/step [0-9]+/step S/g')" \
+         "mpirun -np 2 gossamer train ... --set parallel.timeout_s=4 & kill -STOP RANK1" \
+    || { tail -5 "$WORK/stop.log"; fail "stop: exit $rc or message"; }
+fi
+pkill -9 -f -- "--out $WORK/stop" 2>/dev/null || true
 
 # SIGKILL one rank while training runs.
 (rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 --out "$WORK/kill" >"$WORK/kill.log" 2>&1 || rc=$?; echo $rc >"$WORK/kill.rc") &
@@ -45,11 +87,7 @@ for _ in $(seq 1 120); do
   [[ -d "$WORK/kill/checkpoints/step_00000004" ]] && break
   sleep 0.5
 done
-victim=""
-# Only this job's ranks: ctest runs other tests' trainings at the same time.
-for pid in $(pgrep -f -- "--out $WORK/kill" || true); do
-  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$pid; fi
-done
+victim="$(rank_pid "$WORK/kill" 1 | head -1)"
 if [[ -z "$victim" ]]; then
   fail "kill: could not find rank 1"
 else
@@ -62,6 +100,10 @@ else
   [[ "$rc" != 0 ]] && pass "kill: exit $rc" || fail "kill: exit 0"
   grep -qE 'rank 1 .*(exited on signal 9|killed)|process rank 1' "$WORK/kill.log" \
     && pass "kill: mpirun names rank 1" || { tail "$WORK/kill.log"; fail "kill: rank 1 not named"; }
+  # mpirun's wording varies with its version and timing: the check is the pattern above
+  record_case "rank 1 killed with SIGKILL (2 ranks)" "mpirun's, non-zero" \
+    "(mpirun names rank 1, e.g. 'process rank 1 with PID N on node HOST exited on signal 9')" \
+    "mpirun -np 2 gossamer train ... & kill -9 RANK1"
   grep -oE 'step [0-9]+/100000' "$WORK/kill.log" | tail -n 1 | sed 's/^/kill: last progress line: /'
   ls -a "$WORK/kill/checkpoints" | grep -q tmp && fail "kill: temporary checkpoint left" || pass "kill: no temporary checkpoint"
   last="$(ls "$WORK/kill/checkpoints" | grep step_ | tail -n 1)"
@@ -86,8 +128,12 @@ mpmd() {  # NAME SET_FOR_RANK_1
 mpmd lr optimizer.lr=0.002
 [[ $RC -eq 1 ]] && grep -q 'rank 1 was started with a different run than rank 0: optimizer.lr is 0.003 on rank 0 and 0.002 on rank 1' <<<"$OUT" \
   && pass "another optimizer.lr on rank 1: exit 1, the key and both values named" || { tail -5 <<<"$OUT"; fail "lr mismatch: exit $RC"; }
+record_case "ranks started with different optimizer.lr" $RC "$(grep -m1 'optimizer.lr is 0.003 on rank 0 and 0.002 on rank 1' <<<"$OUT")" \
+  "mpirun -np 1 gossamer train ... : -np 1 gossamer train ... --set optimizer.lr=0.002"
 [[ ! -e "$WORK/lr/metrics.jsonl" ]] && pass "nothing was trained or written" || fail "the mismatched job wrote metrics"
 mpmd layers model.n_layer=3
 [[ $RC -eq 1 ]] && grep -q 'model.n_layer is 2 on rank 0 and 3 on rank 1' <<<"$OUT" && ! grep -q MPI_ERR_TRUNCATE <<<"$OUT" \
   && pass "another n_layer on rank 1: named at start-up, no MPI_ERR_TRUNCATE" || { tail -5 <<<"$OUT"; fail "n_layer mismatch: exit $RC"; }
+record_case "ranks started with different model.n_layer" $RC "$(grep -m1 'model.n_layer is 2 on rank 0 and 3 on rank 1' <<<"$OUT")" \
+  "mpirun -np 1 gossamer train ... : -np 1 gossamer train ... --set model.n_layer=3"
 finish

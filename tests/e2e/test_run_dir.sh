@@ -5,6 +5,8 @@
 # continuing bit for bit; a checkpoint named explicitly must be intact, and trainer.json's
 # fields are checked. A resume that changes the run's definition (model, data order, optimizer,
 # seed, global batch) is refused unless --allow-change names the key; harmless keys are logged.
+# A run stopped before its first checkpoint is started again by --resume, and leftovers of
+# writes a crash interrupted are removed, each named.
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
@@ -92,4 +94,35 @@ expect_error "generate from a flipped bit" "tensor 'wte' does not match its chec
 expect_error "eval of a flipped bit" "does not match its checksum" "$G" eval -c $TINY --checkpoint "$F/checkpoints/step_00000006" --data data/web/val_000000.bin
 train --out "$F" --resume "$F" >"$WORK/flip.log" 2>&1 && grep -q "skipping the damaged checkpoint .*step_00000006.*checksum" "$WORK/flip.log" \
   && pass "--resume skips the checkpoint with the flipped bit" || { tail -3 "$WORK/flip.log"; fail "--resume did not skip the flipped checkpoint"; }
+
+# 9. A run killed before its first checkpoint (here: its checkpoints removed): --resume starts it
+# again from step 0 and ends like a fresh run; a changed definition is still refused.
+N="$WORK/nockpt"
+cp -r "$R" "$N" && rm -rf "$N/checkpoints" "$N/.lock"
+expect_error "resume before the first checkpoint, another seed" "train.seed is 1337 in the checkpoint and 5 now" \
+  train --out "$N" --resume "$N" --set train.seed=5
+train --out "$N" --resume "$N" >"$WORK/nockpt.log" 2>&1 \
+  && grep -q "the run stopped before its first checkpoint; starting it again from step 0" "$WORK/nockpt.log" \
+  && [[ "$(sum "$N/checkpoints/step_00000006/model.safetensors")" == "$model" ]] \
+  && pass "--resume of a run without a checkpoint starts it again and ends like the first run" \
+  && record_case "--resume of a run stopped before its first checkpoint" 0 \
+       "$(grep -m1 'before its first checkpoint' "$WORK/nockpt.log")" train --out "$N" --resume "$N" \
+  || { tail -3 "$WORK/nockpt.log"; fail "--resume of a run without a checkpoint"; }
+
+# 10. Leftovers of writes interrupted by kill -9 (a checkpoint's staging directory, an atomic
+# file's temporary) of a process that no longer runs: removed when the run resumes, each named;
+# a live process's temporary is left alone.
+L="$WORK/leftovers"
+cp -r "$R" "$L" && rm -f "$L/.lock"
+sh -c 'exit 0' & dead=$!; wait $dead
+mkdir "$L/checkpoints/.step_00000007.tmp-$dead" && echo partial >"$L/checkpoints/.step_00000007.tmp-$dead/model.safetensors"
+echo partial >"$L/.metrics.jsonl.tmp-$dead"
+echo live >"$L/.config.json.tmp-$$"
+train --out "$L" --resume "$L" --set train.steps=8 >"$WORK/leftovers.log" 2>&1 \
+  && [[ ! -e "$L/checkpoints/.step_00000007.tmp-$dead" && ! -e "$L/.metrics.jsonl.tmp-$dead" && -e "$L/.config.json.tmp-$$" ]] \
+  && [[ $(grep -c "left by a write that was interrupted" "$WORK/leftovers.log") -eq 2 ]] \
+  && pass "the dead writer's staging directory and temporary file were removed and named; a live one's kept" \
+  && record_case "leftovers of an interrupted checkpoint write, on resume" 0 \
+       "$(grep -m1 "step_00000007.tmp" "$WORK/leftovers.log" | sed "s|tmp-$dead|tmp-PID|")" train --out "$L" --resume "$L" \
+  || { grep -E "warn|error" "$WORK/leftovers.log" | tail -5; ls -a "$L" "$L/checkpoints"; fail "leftovers of interrupted writes"; }
 finish

@@ -13,9 +13,11 @@ source "$(dirname "$0")/lib.sh"
 require_data
 
 BASE="$SRC/configs/test/gpt2-tiny.json"
-COMMON='"train.steps": 4, "train.eval_every": 2, "train.eval_batches": 2, "train.log_every": 1,
-        "train.checkpoint_every": 2, "train.keep_checkpoints": 0, "metrics.peak_gflops": 1,
-        "kernels.threads": 1, "schedule.warmup_steps": 0'
+# Sweep files are strict JSON (a key may appear once): LENGTH holds the keys some sweeps change.
+LENGTH='"train.steps": 4, "train.eval_every": 2, "train.checkpoint_every": 2'
+REST='"train.eval_batches": 2, "train.log_every": 1, "train.keep_checkpoints": 0,
+      "metrics.peak_gflops": 1, "kernels.threads": 1, "schedule.warmup_steps": 0'
+COMMON="$LENGTH, $REST"
 
 # sweep_file FILE LAUNCHER_JSON: the 3-point sweep (a, b, diverge) with that launcher.
 sweep_file() {
@@ -215,7 +217,7 @@ PATH="$WORK/fakebin:$PATH" SLURM_ARRAY_TASK_ID=0 bash "$O3/sweep.sbatch" >/dev/n
 
 # ---- 8. SIGINT to the sweep: the point checkpoints, the sweep exits 130 ----------------------
 cat >"$WORK/s4.json" <<EOF
-{"base": "$BASE", "set": {$COMMON, "train.steps": 400, "train.eval_every": 0, "train.checkpoint_every": 0},
+{"base": "$BASE", "set": {$REST, "train.steps": 400, "train.eval_every": 0, "train.checkpoint_every": 0},
  "points": [{"name": "long"}, {"name": "next"}]}
 EOF
 "$GOSSAMER" sweep "$WORK/s4.json" --out "$WORK/o4" >/dev/null 2>"$WORK/run8.log" &
@@ -260,7 +262,8 @@ E="$WORK/elsewhere"
 mkdir -p "$E/bin" "$E/cwd"
 cp "$GOSSAMER" "$E/bin/gossamer"
 cat >"$E/s5.json" <<EOF
-{"base": "$BASE", "set": {$COMMON, "train.steps": 2, "data.train": "$SRC/data/web/train_*.bin",
+{"base": "$BASE", "set": {$REST, "train.eval_every": 2, "train.checkpoint_every": 2, "train.steps": 2,
+ "data.train": "$SRC/data/web/train_*.bin",
  "data.val": "$SRC/data/web/val_*.bin"}, "points": [{"name": "copy"}]}
 EOF
 hidden=0

@@ -1,8 +1,11 @@
 // Driver for tests/mpi/test_comm_timeout.sh: the last rank never joins the collective (it
-// sleeps), so the others' Work::wait() / barrier() must end the job after the timeout with
-// kExitPeerFailure and the documented message. Usage: comm_timeout_driver all_reduce|barrier
-// TIMEOUT_S. Exits 1 if the collective ever returns.
+// sleeps, or in mode "stop" it joins one all_reduce at "step 6" and then stops itself with
+// SIGSTOP), so the others' Work::wait() / barrier() must end the job after the timeout with
+// kExitPeerFailure and the documented message naming the absent rank. Usage:
+// comm_timeout_driver all_reduce|barrier|stop TIMEOUT_S. Exits 1 if the collective ever
+// returns.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -16,7 +19,7 @@
 int main(int argc, char** argv) {
   using namespace gossamer;
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s all_reduce|barrier TIMEOUT_S\n", argv[0]);
+    std::fprintf(stderr, "usage: %s all_reduce|barrier|stop TIMEOUT_S\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -24,12 +27,17 @@ int main(int argc, char** argv) {
     auto comm = comm::make_communicator("mpi", comm::BufferLocation::BUFFER_LOCATION_HOST);
     log_set_rank(comm->rank());
     comm->set_timeout(std::atof(argv[2]));
+    std::vector<float> buf(1024, 1.0f);
+    if (mode == "stop") {
+      comm->set_context("step 6");
+      comm->all_reduce(buf.data(), buf.size(), comm::DType::F32, comm::ReduceOp::SUM).wait();
+      if (comm->rank() == comm->size() - 1) ::raise(SIGSTOP);  // mpirun's abort continues it
+    }
     comm->set_context("step 7");
     if (comm->rank() == comm->size() - 1) {
       std::this_thread::sleep_for(std::chrono::seconds(60));  // never joins; killed by the abort
       return 1;
     }
-    std::vector<float> buf(1024, 1.0f);
     if (mode == "barrier")
       comm->barrier();
     else

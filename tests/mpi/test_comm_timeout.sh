@@ -1,6 +1,7 @@
 # A rank that never joins a collective makes the others end the job within the communicator's
 # timeout: exit status kExitPeerFailure (3) from mpirun, and a message naming the rank, the
-# operation, its size, the timeout and the context. Run by ctest as:
+# operation, its size, the timeout, the context and the rank that did not arrive (it sleeps,
+# or is stopped with SIGSTOP) with the last operation completed before. Run by ctest as:
 #   bash test_comm_timeout.sh DRIVER MPIRUN
 set -uo pipefail
 DRIVER="$1"
@@ -8,6 +9,13 @@ MPIRUN="$2"
 FAILURES=0
 fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
 pass() { echo "ok: $*"; }
+# Checked cases go to docs/RELIABILITY.md's table like the e2e tests' (tests/e2e/lib.sh).
+LOG=""
+if [[ -n "${GOSSAMER_RELIABILITY_DIR:-}" ]]; then
+  mkdir -p "$GOSSAMER_RELIABILITY_DIR"
+  LOG="$GOSSAMER_RELIABILITY_DIR/$(basename "$0" .sh).tsv"
+  : >"$LOG"
+fi
 
 # expect_abort NAME NP MODE TIMEOUT PATTERN
 expect_abort() {
@@ -22,12 +30,17 @@ expect_abort() {
   if ! grep -qE -- "$pattern" <<<"$out"; then fail "$name: no line matching /$pattern/ in: $out"; return; fi
   if awk -v s="$secs" 'BEGIN { exit !(s >= 10) }'; then fail "$name: took ${secs} s (limit 10 s)"; return; fi
   pass "$name: exit 3 after ${secs} s: $(grep -m1 -E -- "$pattern" <<<"$out")"
+  [[ -z "$LOG" ]] || printf '%s\t3\t%s\tmpirun -np %s comm_timeout_driver %s %s\n' "$name" \
+    "$(grep -m1 -E -- "$pattern" <<<"$out" | sed 's/rank [012]: /rank R: /')" "$np" "$mode" "$timeout" >>"$LOG"
 }
 
+absent='did not answer a roll call within 0.5 s \(stopped, hung or dead\)'
 expect_abort "all_reduce, 3 ranks" 3 all_reduce 1 \
-  '^\[error\] rank 0: all_reduce of 4096 bytes did not complete within 1 s \(step 7\); a peer rank died or hangs$'
+  "^\\[error\\] rank [01]: all_reduce of 4096 bytes did not complete within 1 s \\(step 7\\); rank 2 $absent; no operation had completed on this rank\$"
 expect_abort "barrier, 2 ranks" 2 barrier 0.5 \
-  '^\[error\] rank 0: barrier of 0 bytes did not complete within 0.5 s \(step 7\); a peer rank died or hangs$'
+  "^\\[error\\] rank 0: barrier of 0 bytes did not complete within 0.5 s \\(step 7\\); rank 1 $absent; no operation had completed on this rank\$"
+expect_abort "a rank stopped by SIGSTOP, 4 ranks" 4 stop 1 \
+  "^\\[error\\] rank [012]: all_reduce of 4096 bytes did not complete within 1 s \\(step 7\\); rank 3 $absent; the last operation completed on this rank was all_reduce \\(step 6\\)\$"
 
 if [[ $FAILURES -ne 0 ]]; then echo "$FAILURES check(s) failed" >&2; exit 1; fi
 echo "all checks passed"

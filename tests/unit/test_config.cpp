@@ -157,6 +157,43 @@ TEST(RunConfig, FileLoadingAppliesOverridesBeforeStrictParsing) {
   std::remove(bad.c_str());
 }
 
+// Inputs nlohmann::json accepts silently or reports without the file's name.
+TEST(RunConfig, StrictJsonNamesTheFileAndTheKey) {
+  const std::string dup = write_temp(R"({"train": {"steps": 5, "seed": 1, "steps": 7}})");
+  EXPECT_NE(
+      error_of([&] { train::load_run_config(dup, {}); }).find(dup + ": duplicate key train.steps"),
+      std::string::npos);
+  std::remove(dup.c_str());
+  const std::string top = write_temp(R"({"train": {}, "model": {}, "train": {}})");
+  EXPECT_NE(error_of([&] { train::load_run_config(top, {}); }).find(": duplicate key train ("),
+            std::string::npos);
+  std::remove(top.c_str());
+  const std::string same_name = write_temp(R"({"train": {"steps": 5}, "model": {"steps": 1}})");
+  EXPECT_EQ(error_of([&] { train::load_run_config(same_name, {}); }).find("duplicate"),
+            std::string::npos);
+  std::remove(same_name.c_str());
+  const std::string huge = write_temp(R"({"optimizer": {"lr": 1e999}})");
+  const std::string e = error_of([&] { train::load_run_config(huge, {}); });
+  EXPECT_NE(e.find(huge + ": not valid JSON: a number does not fit"), std::string::npos) << e;
+  std::remove(huge.c_str());
+  const std::string dir = ::testing::TempDir();
+  EXPECT_NE(error_of([&] { train::load_run_config(dir, {}); }).find("is a directory"),
+            std::string::npos);
+}
+
+TEST(RunConfig, SetRefusesAWholeSection) {
+  const std::string path = write_temp(R"({"train": {"steps": 5}})");
+  EXPECT_NE(error_of([&] {
+              train::load_run_config(path, {"model={}"});
+            }).find("--set model={}: a value may not be an object"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              train::load_run_config(path, {"optimizer.scape={\"sparsity\": 0.9}"});
+            }).find("may not be an object"),
+            std::string::npos);
+  std::remove(path.c_str());
+}
+
 TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
   train::RunConfig c;
   c.model.n_layer = 7;

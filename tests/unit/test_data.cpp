@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "data/loader.h"
 #include "data/shard.h"
+#include "data/text_check.h"
 #include "test_util.h"
 
 namespace gossamer::data {
@@ -486,6 +487,57 @@ TEST(ShardPatterns, GlobCommaListsSortingAndErrors) {
   expect_error([&] { expand_shard_patterns(d + "/missing.bin"); }, {d + "/missing.bin"});
   expect_error([&] { expand_shard_patterns(""); }, {"no shard files"});
   expect_error([&] { expand_shard_patterns(" , "); }, {"no shard files"});
+  expect_error([&] { expand_shard_patterns(d + "/missing_dir/train_*.bin"); },
+               {"directory " + d + "/missing_dir: No such file or directory"});
+}
+
+// Byte sequences from Unicode's table of maximal subparts (one U+FFFD each) and clean text.
+TEST(TextCheck, CountsInvalidUtf8AndControlBytes) {
+  auto scan = [](const std::string& s) { return scan_text(s.data(), s.size()); };
+  const TextScan clean = scan("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\tok\r\n\f");
+  EXPECT_EQ(clean.invalid_sequences, 0u);
+  EXPECT_EQ(clean.control_bytes, 0u);
+  EXPECT_EQ(clean.non_text_fraction(), 0.0);
+  struct Case {
+    std::string bytes;
+    uint64_t invalid, first;
+  };
+  const Case cases[] = {
+      {"a\x80"
+       "b",
+       1, 1},                      // lone continuation
+      {"\xC0\xAF", 2, 0},          // overlong lead C0, then a lone continuation
+      {"\xE0\x80\x80", 3, 0},      // E0 needs A0..BF next
+      {"\xED\xA0\x80", 3, 0},      // a surrogate
+      {"\xF4\x90\x80\x80", 4, 0},  // above U+10FFFF
+      {"ab\xE2\x82", 1, 2},        // truncated at the end
+      {"\xE2\x82x", 1, 0},         // truncated before an ASCII byte
+      {"\xF5\xFF", 2, 0},          // never valid
+  };
+  for (const Case& c : cases) {
+    const TextScan t = scan(c.bytes);
+    EXPECT_EQ(t.invalid_sequences, c.invalid) << ::testing::PrintToString(c.bytes);
+    EXPECT_EQ(t.first_invalid_offset, c.first) << ::testing::PrintToString(c.bytes);
+  }
+  const std::string nul("a\0b\x01\x7f", 5);
+  EXPECT_EQ(scan(nul).control_bytes, 3u);
+  EXPECT_DOUBLE_EQ(scan(nul).non_text_fraction(), 0.6);
+}
+
+TEST(TextCheck, FileScanEqualsInMemoryScanAcrossChunks) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 300000; ++i) text += "d\xC3\xA9j\xC3\xA0 vu \xE2\x82\xAC ";
+  text += "\xC3";                        // a sequence cut at the very end
+  text.insert(size_t(1) << 20, "\x80");  // a stray byte near the first chunk boundary
+  const std::string path = dir.file("text.txt");
+  std::ofstream(path, std::ios::binary) << text;
+  const TextScan f = scan_text_file(path), m = scan_text(text.data(), text.size());
+  EXPECT_EQ(f.bytes, text.size());
+  EXPECT_EQ(f.invalid_sequences, m.invalid_sequences);
+  EXPECT_EQ(f.first_invalid_offset, m.first_invalid_offset);
+  EXPECT_GE(f.invalid_sequences, 2u);
+  expect_error([&] { scan_text_file(dir.file("missing.txt")); }, {"missing.txt: cannot open"});
 }
 
 }  // namespace

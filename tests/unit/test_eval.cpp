@@ -123,7 +123,7 @@ TEST(ChoiceScorer, LogLikelihoodsEqualTheModelsCrossEntropy) {
   auto m = model::make_model(tiny_config(max_seq), 4, max_seq, kernels::cpu_ops());
   m->init_weights(7);
   ByteTokenizer tok;
-  eval::ChoiceExample ex{"The cat", {"sat down", "ran", "is a very long ending here"}, 0, 1};
+  eval::ChoiceExample ex{"The cat", {"sat down", "ran", "is a very long ending here"}, 0, 1, ""};
   const eval::ChoiceScores s = eval::score_choice(*m, tok, ex);
   ASSERT_EQ(s.sum_logprob.size(), 3u);
   for (int i = 0; i < 3; ++i) {
@@ -153,7 +153,7 @@ TEST(ChoiceScorer, LongContextsLoseTheirStart) {
   m->init_weights(3);
   ByteTokenizer tok;
   const std::string ctx = "abcdefghijklmnopqrstuvwxyz0123456789";
-  const eval::ChoiceScores s = eval::score_choice(*m, tok, {ctx, {"uv", "wxyz"}, 0, 1});
+  const eval::ChoiceScores s = eval::score_choice(*m, tok, {ctx, {"uv", "wxyz"}, 0, 1, ""});
   // Row = last (max_seq + 1 - ending) context tokens + ending.
   for (int i = 0; i < 2; ++i) {
     const std::string end = i == 0 ? " uv" : " wxyz";
@@ -167,9 +167,14 @@ TEST(ChoiceScorer, LongContextsLoseTheirStart) {
   }
   expect_error(
       [&] {
-        eval::score_choice(*m, tok, {"c", {"a", std::string(20, 'x')}, 0, 9});
+        eval::score_choice(*m, tok, {"c", {"a", std::string(20, 'x')}, 0, 9, ""});
       },
       {"line 9", "ending 1"});
+  expect_error(
+      [&] {
+        eval::score_choice(*m, tok, {"c", {"a", std::string(20, 'x')}, 0, 9, "hs.jsonl"});
+      },
+      {"hs.jsonl:9: ending 1 has 21 tokens; the model's context holds"});
 }
 
 TEST(ChoiceScorer, AccuracyCountsCorrectPredictions) {
@@ -179,7 +184,7 @@ TEST(ChoiceScorer, AccuracyCountsCorrectPredictions) {
   ByteTokenizer tok;
   std::vector<eval::ChoiceExample> ex;
   for (int i = 0; i < 6; ++i)
-    ex.push_back({"ctx " + std::to_string(i), {"aa", "bbb", "c"}, i % 3, i + 1});
+    ex.push_back({"ctx " + std::to_string(i), {"aa", "bbb", "c"}, i % 3, i + 1, ""});
   int64_t correct = 0, correct_norm = 0;
   for (const auto& e : ex) {
     const auto s = eval::score_choice(*m, tok, e);

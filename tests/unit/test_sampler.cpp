@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "eval/sampler.h"
 
@@ -43,4 +45,23 @@ TEST(Sampler, FrequenciesFollowTheSoftmaxAndSeedsReproduce) {
   EXPECT_NEAR(counts[0] / double(n), 0.125, 0.01);
   EXPECT_NEAR(counts[1] / double(n), 0.25, 0.01);
   EXPECT_NEAR(counts[2] / double(n), 0.625, 0.01);
+}
+
+TEST(Sampler, OptionsOutOfRangeAreNamed) {
+  auto error_of = [](const eval::SamplingOptions& o) -> std::string {
+    try {
+      eval::check_sampling_options(o);
+    } catch (const gossamer::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of({0.8, 40, 0.9}), "");
+  EXPECT_EQ(error_of({0, 0, 0}), "");
+  EXPECT_NE(error_of({std::nan(""), 0, 1}).find("--temperature nan"), std::string::npos);
+  EXPECT_NE(error_of({-1, 0, 1}).find("--temperature -1"), std::string::npos);
+  EXPECT_NE(error_of({INFINITY, 0, 1}).find("--temperature inf"), std::string::npos);
+  EXPECT_NE(error_of({1, -3, 1}).find("--top-k -3"), std::string::npos);
+  EXPECT_NE(error_of({1, 0, 2}).find("--top-p 2"), std::string::npos);
+  EXPECT_NE(error_of({1, 0, std::nan("")}).find("--top-p nan"), std::string::npos);
 }

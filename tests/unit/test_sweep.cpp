@@ -187,10 +187,14 @@ TEST(Sweep, BaseIsRelativeToTheSweepFileAndOutDefaultsToItsName) {
   EXPECT_EQ(sweep::load_sweep(dir.file("cfg/my-sweep.json"), "x/y").points[0].dir, "x/y/seed=1");
   write(fs::path(dir.path()) / "cfg" / "missing.json", R"({"base": "nope.json"})");
   expect_error([&] { sweep::load_sweep(dir.file("cfg/missing.json"), ""); },
-               {"missing.json: base: cannot open config file", "cfg/nope.json"});
+               {"missing.json: base: ", "cfg/nope.json: cannot open config file"});
   write(fs::path(dir.path()) / "cfg" / "broken.json", R"({"base": )");
   expect_error([&] { sweep::load_sweep(dir.file("cfg/broken.json"), ""); },
                {"broken.json: not valid JSON"});
+  write(fs::path(dir.path()) / "cfg" / "twice.json",
+        R"({"base": "base.json", "grid": {"train.seed": [1]}, "base": "other.json"})");
+  expect_error([&] { sweep::load_sweep(dir.file("cfg/twice.json"), ""); },
+               {"twice.json: duplicate key base"});
 }
 
 TEST(Sweep, MedianAndPointMetrics) {
