@@ -87,7 +87,8 @@ class SafetensorsReader {
   const std::string& metadata(const std::string& key) const;
   // Checks every tensor that has a stored checksum (SafetensorsWriter::add_checksums) against
   // its bytes and returns how many it checked (0 for a file written without checksums); throws
-  // naming the file and the tensor when one does not match (the file is damaged).
+  // naming the file and the tensor when one does not match (the file is damaged), or when a file
+  // that holds checksums (checksum_algorithm) has a tensor without one (its header is damaged).
   size_t verify_checksums() const;
 
   // Checks that tensor `name` has exactly dtype `want` and shape `want_shape`, then copies its

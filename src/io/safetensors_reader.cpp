@@ -353,6 +353,16 @@ size_t SafetensorsReader::verify_checksums() const {
           path_.c_str(), name.c_str(), value.c_str(), got.c_str());
     ++checked;
   }
+  // The writer stores a checksum for every tensor, so a tensor without one in a file that holds
+  // checksums means a damaged header, which would otherwise let that tensor load unchecked.
+  if (metadata_.count("checksum_algorithm")) {
+    for (const TensorInfo& t : tensors_)
+      if (!metadata_.count("checksum." + t.name))
+        fail(
+            "safetensors file '%s': tensor '%s' has no checksum, though the file holds checksums "
+            "(checksum_algorithm): the header is damaged",
+            path_.c_str(), t.name.c_str());
+  }
   return checked;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,33 @@ TEST(Checksum, SafetensorsFilesNameTheDamagedTensor) {
   plain.add("a", io::DType::DTYPE_F32, {1000}, a.data());
   plain.write(dir.file("plain.safetensors"));
   EXPECT_EQ(io::SafetensorsReader(dir.file("plain.safetensors")).verify_checksums(), 0u);
+}
+
+// A damaged header must not switch a tensor's check off: a file that holds checksums and has a
+// tensor without one is refused, so damage to that tensor's bytes cannot load (found by
+// test_fuzz_readers.cpp: a checksum entry renamed by the damage, then a flipped data byte).
+TEST(Checksum, ATensorWhoseChecksumEntryIsGoneIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("t.safetensors");
+  std::vector<float> a(100, 1.5f), b(30, -2.0f);
+  io::SafetensorsWriter w;
+  w.add("a", io::DType::DTYPE_F32, {100}, a.data());
+  w.add("b", io::DType::DTYPE_F32, {30}, b.data());
+  w.add_checksums();
+  w.write(path);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t key = bytes.find("\"checksum.b\"");
+  ASSERT_NE(key, std::string::npos);
+  bytes[key + 9] = '_';  // "checksum_b": no longer a checksum entry, same header length
+  const uint64_t data_start = bytes.size() - (a.size() + b.size()) * 4;
+  bytes[data_start + 100 * 4 + 5] ^= 0x10;  // and a damaged byte in b
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  expect_error([&] { io::SafetensorsReader(path).verify_checksums(); },
+               {path, "tensor 'b' has no checksum", "header is damaged"});
 }
 
 // A checkpoint with one flipped byte in its weights, and one whose weights hold a NaN.
