@@ -98,7 +98,7 @@ TEST(Checksum, SafetensorsFilesNameTheDamagedTensor) {
 
 // A damaged header must not switch a tensor's check off: a file that holds checksums and has a
 // tensor without one is refused, so damage to that tensor's bytes cannot load (found by
-// test_fuzz_readers.cpp: a checksum entry renamed by the damage, then a flipped data byte).
+// test_fuzz_safetensors.cpp: a checksum entry renamed by the damage, then a flipped data byte).
 TEST(Checksum, ATensorWhoseChecksumEntryIsGoneIsRefused) {
   TempDir dir;
   const std::string path = dir.file("t.safetensors");
