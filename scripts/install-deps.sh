@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs every Debian package gossamer needs to build, test and run on the CPU.
 # Idempotent: packages already present are skipped; apt-get update runs only when
-# something is missing. Pass --dev to also install the PyTorch reference used to
-# regenerate golden test files (not needed to build or test).
+# something is missing. Options (any order):
+#   --dev    also the PyTorch reference used to regenerate golden test files (not needed to
+#            build or test)
+#   --study  also the sources of the study corpus (scripts/get-corpus.sh study, which runs this
+#            on first use): linux-source-6.1 (a 140 MB download) and python3.11-doc, at the
+#            versions pinned in scripts/study-corpus.manifest while the apt sources have them
 set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
   build-essential cmake pkg-config ninja-build
@@ -18,9 +23,14 @@ packages=(
 
   iproute2
 )
-if [[ "${1:-}" == "--dev" ]]; then
-  packages+=(python3-torch)
-fi
+study=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) packages+=(python3-torch) ;;
+    --study) study=1; packages+=(linux-source-6.1 python3.11-doc) ;;
+    *) echo "usage: scripts/install-deps.sh [--dev] [--study]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,7 +42,22 @@ if ((${#missing[@]})); then
   SUDO=""
   [[ $(id -u) -ne 0 ]] && SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  specs=()
+  for p in "${missing[@]}"; do
+    # --study: a package the study manifest pins is installed at that version when available.
+    want=""
+    ((study)) && want="$(awk -v n="$p" '$1 == "deb" && $2 == n { print $3 }' "$root/scripts/study-corpus.manifest")"
+    if [[ -z "$want" ]]; then
+      specs+=("$p")
+    elif apt-cache madison "$p" | awk -F' *[|] *' -v v="$want" '$2 == v { found = 1 } END { exit !found }'; then
+      specs+=("$p=$want")
+    else
+      echo "install-deps: $p $want (pinned in scripts/study-corpus.manifest) is not in the apt" \
+        "sources any more; installing the current version (scripts/get-corpus.sh study explains)" >&2
+      specs+=("$p")
+    fi
+  done
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${specs[@]}" >/dev/null
 else
   echo "install-deps: all ${#packages[@]} packages present"
 fi

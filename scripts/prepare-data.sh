@@ -3,7 +3,7 @@
 # corpus (get-corpus.sh), then token shards with `gossamer prep`:
 #   data/<name>/train_000000.bin ...  from data/corpus/<name>/train.txt
 #   data/<name>/val_000000.bin ...    from data/corpus/<name>/val.txt
-# Usage: scripts/prepare-data.sh [web|brown] [spm]   (default web, GPT-2 tokens). With `spm`, a
+# Usage: scripts/prepare-data.sh [web|brown|study] [spm]   (default web, GPT-2 tokens). With `spm`, a
 # SentencePiece model (BPE, 8000 pieces, byte fallback) is first trained on train.txt only:
 #   data/<name>-spm/tokenizer.model, tokenizer.vocab, train_000000.bin, val_000000.bin
 # (a run on them needs model.vocab_size 8000 and data.tokenizer "spm:data/<name>-spm/tokenizer.model").
@@ -12,11 +12,11 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage="usage: scripts/prepare-data.sh [web|brown] [spm]"
+usage="usage: scripts/prepare-data.sh [web|brown|study] [spm]"
 name="${1:-web}"
 kind="${2:-gpt2}"
 case "$name" in
-  web | brown) ;;
+  web | brown | study) ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 case "$kind" in
