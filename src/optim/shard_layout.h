@@ -1,32 +1,66 @@
-// ShardLayout: the balanced contiguous split of the flat parameter space [0, total) over the
-// ranks that ZeRO-style sharding (DataParallel, Scape) uses: rank r owns
-// [total * r / world, total * (r + 1) / world).
-// Invariant: begin(0) = 0, end(world - 1) = total, end(r) = begin(r + 1), and the slice sizes
-// differ by at most one element; every rank computes the same layout from (total, world).
+// ShardLayout: which rank owns which elements of the flat parameter space [0, total) under
+// ZeRO-style sharding (DataParallel, Scape). The space is cut into buckets of bucket_size
+// elements (the last one may be shorter), and every bucket is split over the ranks in rank
+// order, balanced: of bucket [B, B + n), rank r owns [B + n * r / W, B + n * (r + 1) / W) (as in
+// Megatron's distributed optimizer, so every rank owns a slice of every bucket and each bucket's
+// reduce-scatter sends the same amount to every rank). With a single bucket (bucket_size >=
+// total, the default) rank r owns one contiguous slice, the layout of the first versions.
+// A rank's parts ("pieces"), in flat order, lie back to back in its local shard buffers.
+// Invariant: every element is owned by exactly one rank; within every bucket the ranks' parts
+// differ by at most one element; every rank derives the same layout from (total, world,
+// bucket_size).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace gossamer::optim {
 
+// Rank-local view of one bucket's part: flat elements [begin, end) at local offset `local`.
+struct ShardPiece {
+  size_t begin = 0, end = 0, local = 0;
+  size_t size() const { return end - begin; }
+};
+
 class ShardLayout {
  public:
-  ShardLayout(size_t total, int world);
+  static constexpr size_t kOneBucket = SIZE_MAX;
+  ShardLayout(size_t total, int world, size_t bucket_size = kOneBucket);
 
-  int world() const { return int(counts_.size()); }
-  size_t total() const { return begins_.back(); }
-  size_t begin(int rank) const { return begins_[size_t(rank)]; }
-  size_t end(int rank) const { return begins_[size_t(rank) + 1]; }
-  size_t size(int rank) const { return counts_[size_t(rank)]; }
-  // Slice sizes in rank order: the counts of a reduce-scatter or all-gather over the space.
-  const std::vector<size_t>& counts() const { return counts_; }
+  int world() const { return world_; }
+  size_t total() const { return total_; }
+  size_t bucket_size() const { return bucket_size_; }
+  size_t num_buckets() const { return num_buckets_; }
+  size_t bucket_begin(size_t b) const;
+  size_t bucket_end(size_t b) const;
+  // Rank r's part of bucket b, as flat [begin, end) and its local offset (may be empty).
+  ShardPiece piece(int rank, size_t b) const;
+  // Elements of bucket b owned by each rank, in rank order: a per-bucket reduce-scatter's or
+  // all-gather's counts.
+  std::vector<size_t> bucket_counts(size_t b) const;
+  // Elements rank r owns in all, and those numbers in rank order.
+  size_t size(int rank) const { return sizes_[size_t(rank)]; }
+  const std::vector<size_t>& counts() const { return sizes_; }
+  // The rank owning flat element i, and i's offset in that rank's local buffers.
+  int owner(size_t i) const;
+  size_t local_offset(size_t i) const;
   // How many elements of [a, b) rank r owns.
   size_t overlap(int rank, size_t a, size_t b) const;
+  // One contiguous slice per rank (a single bucket): begin()/end() describe it.
+  bool contiguous() const { return num_buckets_ <= 1; }
+  size_t begin(int rank) const;  // contiguous layouts only
+  size_t end(int rank) const;    // contiguous layouts only
 
  private:
-  std::vector<size_t> begins_;  // world + 1 entries
-  std::vector<size_t> counts_;  // world entries
+  // Offset, within bucket b of n elements, of rank r's part.
+  size_t part_begin(size_t n, int r) const;
+
+  size_t total_;
+  int world_;
+  size_t bucket_size_;
+  size_t num_buckets_;
+  std::vector<size_t> sizes_;  // per rank
 };
 
 }  // namespace gossamer::optim

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -269,6 +270,60 @@ TEST(ShardLayout, ContiguousBalancedAndCovering) {
     }
   }
   EXPECT_THROW(gossamer::optim::ShardLayout(10, 0), gossamer::Error);
+}
+
+// Per-bucket shards: every element owned exactly once, at a local offset that packs each rank's
+// pieces back to back; within every bucket the parts differ by at most one element; a bucket at
+// least as large as the space is the contiguous layout.
+TEST(ShardLayout, PerBucketOwnedOnceBalancedAndPacked) {
+  using gossamer::optim::ShardLayout;
+  for (size_t total : {size_t(1), size_t(7), size_t(1000), size_t(100003)}) {
+    for (int world : {1, 2, 3, 4, 7}) {
+      for (size_t bucket : {size_t(1), size_t(5), size_t(64), size_t(4099), total, total + 9}) {
+        const ShardLayout s(total, world, bucket);
+        const std::string what = std::to_string(total) + " over " + std::to_string(world) +
+                                 " in buckets of " + std::to_string(bucket);
+        ASSERT_EQ(s.num_buckets(), (total + std::min(bucket, total) - 1) / std::min(bucket, total))
+            << what;
+        std::vector<int> owner(total, -1);
+        std::vector<std::vector<char>> local_used(static_cast<size_t>(world));
+        for (int r = 0; r < world; ++r) local_used[size_t(r)].assign(s.size(r), 0);
+        for (size_t b = 0; b < s.num_buckets(); ++b) {
+          const std::vector<size_t> c = s.bucket_counts(b);
+          const auto [lo, hi] = std::minmax_element(c.begin(), c.end());
+          ASSERT_LE(*hi - *lo, 1u) << what << ", bucket " << b;
+          for (int r = 0; r < world; ++r) {
+            const auto p = s.piece(r, b);
+            ASSERT_EQ(p.size(), c[size_t(r)]) << what;
+            for (size_t i = p.begin; i < p.end; ++i) {
+              ASSERT_EQ(owner[i], -1) << what << ": element " << i << " owned twice";
+              owner[i] = r;
+              const size_t local = p.local + (i - p.begin);
+              ASSERT_LT(local, s.size(r)) << what;
+              ASSERT_EQ(local_used[size_t(r)][local]++, 0) << what << ": local offset reused";
+              ASSERT_EQ(s.owner(i), r) << what << ": owner(" << i << ")";
+              ASSERT_EQ(s.local_offset(i), local) << what;
+            }
+          }
+        }
+        for (size_t i = 0; i < total; ++i) ASSERT_NE(owner[i], -1) << what << ": " << i;
+        const size_t a = total / 3, b = total - total / 5;
+        size_t in = 0;
+        for (int r = 0; r < world; ++r) in += s.overlap(r, a, b);
+        EXPECT_EQ(in, b - a) << what;
+        if (bucket >= total) {
+          const ShardLayout one(total, world);
+          ASSERT_TRUE(s.contiguous());
+          for (int r = 0; r < world; ++r) {
+            EXPECT_EQ(s.begin(r), one.begin(r)) << what;
+            EXPECT_EQ(s.end(r), one.end(r)) << what;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_THROW(ShardLayout(10, 2, 0), gossamer::Error);
+  EXPECT_THROW(ShardLayout(10, 2, 3).begin(0), gossamer::Error);
 }
 
 // ---- the optimizer seam ------------------------------------------------------------------
