@@ -96,16 +96,40 @@ function joinVerses(parts) {
   return out;
 }
 
-function buildWeb(outDir) {
+// The whole World English Bible as diatheke's OSIS lines, one verse per line.
+function readWebLines() {
   const args = ['-b', 'engWEB2015eb', '-f', 'internal', '-k', 'Genesis 1:1-Revelation 22:21'];
-  let raw;
   try {
-    raw = execFileSync('diatheke', args, {encoding: 'utf8', maxBuffer: 1 << 28});
+    return execFileSync('diatheke', args, {encoding: 'utf8', maxBuffer: 1 << 28}).split('\n');
   } catch (e) {
     die(`diatheke ${args.join(' ')} failed (${e.message.split('\n')[0]}); ` +
         'install the Debian packages diatheke and sword-text-web (scripts/install-deps.sh)');
   }
-  const lines = raw.split('\n');
+}
+
+// The chapter of `book` `chapter` that verse `verse` continues (created when new), after the
+// structure checks: books contiguous, chapters and verses increasing.
+function webChapter(books, book, chapter, verse, prevRef) {
+  const where = `${book} ${chapter}:${verse}`;
+  let b = books[books.length - 1];
+  if (!b || b.name !== book) {
+    if (books.some((x) => x.name === book)) die(`${where}: book "${book}" appears twice`);
+    b = {name: book, chapters: []};
+    books.push(b);
+  }
+  let c = b.chapters[b.chapters.length - 1];
+  if (!c || c.number !== chapter) {
+    if (c && chapter < c.number) die(`${where}: chapter after ${b.name} ${c.number}`);
+    c = {number: chapter, parts: []};
+    b.chapters.push(c);
+  } else if (prevRef && verse <= prevRef.verse) {
+    die(`${where}: verse does not follow ${prevRef.verse}`);
+  }
+  return c;
+}
+
+// Books of chapters of text parts (verses, and psalm titles) from diatheke's lines.
+function parseWeb(lines) {
   const refRe = /^(.*?)([^<>:]*?[A-Za-z)]) (\d+):(\d+): /;
   const books = [];  // {name, chapters: [{number, parts: []}]}
   let prevPrefix = null;
@@ -119,21 +143,7 @@ function buildWeb(outDir) {
     const [, prefix, bookRaw, ch, vs] = m;
     const book = bookRaw.trim(), chapter = Number(ch), verse = Number(vs);
     const where = `${book} ${chapter}:${verse}`;
-    // Structure checks: books contiguous, chapters and verses increasing.
-    let b = books[books.length - 1];
-    if (!b || b.name !== book) {
-      if (books.some((x) => x.name === book)) die(`${where}: book "${book}" appears twice`);
-      b = {name: book, chapters: []};
-      books.push(b);
-    }
-    let c = b.chapters[b.chapters.length - 1];
-    if (!c || c.number !== chapter) {
-      if (c && chapter < c.number) die(`${where}: chapter after ${b.name} ${c.number}`);
-      c = {number: chapter, parts: []};
-      b.chapters.push(c);
-    } else if (prevRef && verse <= prevRef.verse) {
-      die(`${where}: verse does not follow ${prevRef.verse}`);
-    }
+    const c = webChapter(books, book, chapter, verse, prevRef);
     prevRef = {verse};
 
     let body = line.slice(m[0].length);
@@ -157,6 +167,11 @@ function buildWeb(outDir) {
       verses++;
     }
   }
+  return {books, verses, titles};
+}
+
+function buildWeb(outDir) {
+  const {books, verses, titles} = parseWeb(readWebLines());
   let chapters = 0;
   const train = [], val = [];
   for (const b of books) {
