@@ -42,8 +42,8 @@ void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp) {
 }
 
 template <class T>
-void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
-                          size_t k, const AdamStep& hp) {
+void adams_update_indexed(T* param, const uint32_t* pidx, T* m, const uint32_t* idx, const T* g,
+                          const uint8_t* decay, size_t k, const AdamStep& hp) {
   const AdamsConstants<T> c(hp);
   const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
 #pragma omp parallel for schedule(static)
@@ -54,13 +54,14 @@ void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const
     const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gj * gj) + e;
     const T mi = b1 * m[i] + (T(1) - b1) * gj;
     m[i] = mi;
-    param[i] = param[i] * (decay[i] ? decay_factor : T(1)) - step * (mi * inv_c) / den;
+    T& p = param[pidx[j]];
+    p = p * (decay[i] ? decay_factor : T(1)) - step * (mi * inv_c) / den;
   }
 }
 
 template <class T>
-void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t* idx,
-                                const T* m_now, const uint8_t* decay, size_t k,
+void adams_update_from_momentum(T* param, const uint32_t* pidx, T* m_last, float* last,
+                                const uint32_t* idx, const T* m_now, const uint8_t* decay, size_t k,
                                 const AdamStep& hp) {
   const AdamsConstants<T> c(hp);
   // Locals, not hp.* in the loop: the stores to param/last could alias hp for the compiler.
@@ -81,23 +82,24 @@ void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t
     const T keep = !decay[i] ? T(1)
                    : s == 1  ? decay_factor
                              : static_cast<T>(std::pow(double(decay_factor), double(s)));
-    param[i] = param[i] * keep - T(s) * step * (mt * inv_c) / den;
+    T& p = param[pidx[j]];
+    p = p * keep - T(s) * step * (mt * inv_c) / den;
     m_last[i] = mt;
     last[i] = float(t);
   }
 }
 
-template void adams_update_from_momentum<float>(float*, float*, float*, const uint32_t*,
-                                                const float*, const uint8_t*, size_t,
-                                                const AdamStep&);
-template void adams_update_from_momentum<double>(double*, double*, float*, const uint32_t*,
-                                                 const double*, const uint8_t*, size_t,
-                                                 const AdamStep&);
+template void adams_update_from_momentum<float>(float*, const uint32_t*, float*, float*,
+                                                const uint32_t*, const float*, const uint8_t*,
+                                                size_t, const AdamStep&);
+template void adams_update_from_momentum<double>(double*, const uint32_t*, double*, float*,
+                                                 const uint32_t*, const double*, const uint8_t*,
+                                                 size_t, const AdamStep&);
 
-template void adams_update_indexed<float>(float*, float*, const uint32_t*, const float*,
-                                          const uint8_t*, size_t, const AdamStep&);
-template void adams_update_indexed<double>(double*, double*, const uint32_t*, const double*,
-                                           const uint8_t*, size_t, const AdamStep&);
+template void adams_update_indexed<float>(float*, const uint32_t*, float*, const uint32_t*,
+                                          const float*, const uint8_t*, size_t, const AdamStep&);
+template void adams_update_indexed<double>(double*, const uint32_t*, double*, const uint32_t*,
+                                           const double*, const uint8_t*, size_t, const AdamStep&);
 
 template void adams_update<float>(float*, const float*, float*, size_t, const AdamStep&);
 template void adams_update<double>(double*, const double*, double*, size_t, const AdamStep&);

@@ -24,28 +24,31 @@ void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp);
 
 namespace gossamer::kernels::cpu {
 
-// AdamS on the coordinates idx[0..k) only: param[idx[j]], m[idx[j]] with gradient g[j] (a
-// compact buffer); weight decay where decay[idx[j]] != 0. The same arithmetic as adams_update.
+// AdamS on k coordinates only: coordinate j is param[pidx[j]] with state m[idx[j]] and
+// gradient g[j] (a compact buffer); weight decay where decay[idx[j]] != 0. The parameters are
+// the flat buffer and the state the owner's packed buffers, hence two index lists (equal when
+// the state covers the whole space). The same arithmetic as adams_update.
 template <class T>
-void adams_update_indexed(T* param, T* m, const uint32_t* idx, const T* g, const uint8_t* decay,
-                          size_t k, const AdamStep& hp);
+void adams_update_indexed(T* param, const uint32_t* pidx, T* m, const uint32_t* idx, const T* g,
+                          const uint8_t* decay, size_t k, const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu
 
 namespace gossamer::kernels::cpu {
 
-// AdamS from the exact current momentum on the coordinates idx[0..k) (SCAPE reading B,
-// docs/SCAPE.md): m_now[j] is the momentum of coordinate i = idx[j] after step t, m_last[i] and
-// last[i] its momentum and step at its previous update. With a = t - last[i], the gradient for
-// the normaliser is rebuilt as if it had been constant over those a steps:
+// AdamS from the exact current momentum on k coordinates (SCAPE reading B, docs/SCAPE.md):
+// coordinate j is param[pidx[j]] with state index i = idx[j]; m_now[j] is its momentum after
+// step t, m_last[i] and last[i] its momentum and step at its previous update. With a = t - last[i],
+// the gradient for the normaliser is rebuilt as if it had been constant over those a steps:
 //   gbar = (m_now - beta1^a m_last) / (1 - beta1^a),   m_prev = (m_now - (1 - beta1) gbar) / beta1
 //   den  = sqrt(beta2 (m_prev/c)^2 + (1 - beta2) gbar^2) + eps
 // and the coordinate moves s = min(a, catch_up_max) steps at once:
-//   param = param (1 - lr weight_decay)^s - s lr (m_now/c) / den
+//   param = param (1 - lr weight_decay)^s - s lr (m_now/c) / den   (param at pidx[j])
 // then m_last[i] = m_now[j], last[i] = t. With a = 1 this is adams_update (gbar = g exactly).
 // last[] holds steps as float (exact below 2^24).
 template <class T>
-void adams_update_from_momentum(T* param, T* m_last, float* last, const uint32_t* idx,
-                                const T* m_now, const uint8_t* decay, size_t k, const AdamStep& hp);
+void adams_update_from_momentum(T* param, const uint32_t* pidx, T* m_last, float* last,
+                                const uint32_t* idx, const T* m_now, const uint8_t* decay, size_t k,
+                                const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu

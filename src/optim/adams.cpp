@@ -1,4 +1,4 @@
-// AdamS update rule on a slice of the flat parameters (docs/SCAPE.md, "AdamS"): one state
+// AdamS update rule on the owned pieces of the flat parameters (docs/SCAPE.md, "AdamS"): one state
 // tensor m, half of AdamW's state; one fused op call per run of views with the same weight-decay
 // flag.
 #include "core/buffer.h"
@@ -12,20 +12,19 @@ namespace {
 class AdamSRule final : public UpdateRule {
  public:
   AdamSRule(const OptimizerConfig& config, const model::ParamLayout& layout,
-            const kernels::OpTable& ops, size_t begin, size_t end)
+            const kernels::OpTable& ops, const OwnedShard& own)
       : cfg_(config),
         ops_(ops),
-        begin_(begin),
-        total_(layout.total()),
+        own_(own),
         code_form_(config.adams.form == AdamsForm::ADAMS_FORM_CODE),
-        runs_(decay_runs(layout, begin, end)),
-        m_(end - begin) {}
+        runs_(owned_runs(layout, own)),
+        m_(own.size) {}
 
   const char* name() const override { return "adams"; }
 
   void update(float* params, const float* grads, const StepContext& ctx) override {
-    for (const DecayRun& r : runs_)
-      ops_.adams_update(params + r.begin, grads + r.begin, m_.data() + r.begin, r.end - r.begin,
+    for (const OwnedRun& r : runs_)
+      ops_.adams_update(params + r.begin, grads + r.begin, m_.data() + r.local, r.n,
                         {.lr = float(ctx.lr),
                          .beta1 = float(cfg_.beta1),
                          .beta2 = float(cfg_.beta2),
@@ -36,16 +35,16 @@ class AdamSRule final : public UpdateRule {
   }
 
   std::vector<StateTensor> state() override {
-    return {StateTensor::sharded("adams.m", m_.data(), m_.size(), begin_, total_)};
+    return {StateTensor::sharded("adams.m", m_.data(), own_)};
   }
   size_t state_bytes() const override { return m_.size() * sizeof(float); }
 
  private:
   OptimizerConfig cfg_;
   const kernels::OpTable& ops_;
-  size_t begin_, total_;
+  OwnedShard own_;
   bool code_form_;
-  std::vector<DecayRun> runs_;
+  std::vector<OwnedRun> runs_;
   HostBuffer<float> m_;  // zero-initialised
 };
 
@@ -53,10 +52,10 @@ class AdamSRule final : public UpdateRule {
 
 std::unique_ptr<UpdateRule> make_adams_rule(const OptimizerConfig& config,
                                             const model::ParamLayout& layout,
-                                            const kernels::OpTable& ops, size_t begin, size_t end) {
-  GOSSAMER_CHECK(begin <= end && end <= layout.total(), "adams: slice [%zu, %zu) outside %zu",
-                 begin, end, layout.total());
-  return std::make_unique<AdamSRule>(config, layout, ops, begin, end);
+                                            const kernels::OpTable& ops, const OwnedShard& own) {
+  GOSSAMER_CHECK(own.total == layout.total(), "adams: shard of a space of %zu elements, layout %zu",
+                 own.total, layout.total());
+  return std::make_unique<AdamSRule>(config, layout, ops, own);
 }
 
 }  // namespace gossamer::optim

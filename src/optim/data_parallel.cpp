@@ -23,15 +23,9 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
     : ShardedOptimizer(setup, /*sharded=*/setup.parallel.zero_stage > 0),
       par_(setup.parallel),
       bf16_(setup.parallel.comm_dtype == CommDtype::COMM_DTYPE_BF16) {
-  const size_t bucket = std::max<size_t>(1, size_t(par_.bucket_mb * 1e6 / sizeof(float)));
-  for (size_t a = 0; a < total_; a += bucket) {
-    Bucket b{a, std::min(total_, a + bucket), {}};
-    for (int r = 0; r < world_; ++r) b.counts.push_back(shards_.overlap(r, b.begin, b.end));
-    buckets_.push_back(std::move(b));
-  }
-  rule_ = make_rule(cfg_, setup.layout, ops_, lo_, hi_);
+  rule_ = make_rule(cfg_, setup.layout, ops_, own_);
   if (bf16_ && world_ > 1) wire_ = HostBuffer<uint16_t>(total_);
-  if (par_.zero_stage == 2) grad_acc_ = HostBuffer<float>(hi_ - lo_);
+  if (par_.zero_stage == 2) grad_acc_ = HostBuffer<float>(own_.size);
 }
 
 DataParallel::~DataParallel() {
@@ -57,14 +51,13 @@ void DataParallel::micro_batch_begin(int index, int count) {
 void DataParallel::grads_ready(size_t begin, size_t end) {
   ready_ = std::max(ready_, end);
   if (!communicating_ || !par_.overlap) return;
-  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].end <= ready_)
+  while (next_bucket_ < shards_->num_buckets() && shards_->bucket_end(next_bucket_) <= ready_)
     launch(next_bucket_++);
 }
 
 void DataParallel::launch(size_t index) {
-  const Bucket& b = buckets_[index];
-  float* g = grads_.data() + b.begin;
-  const size_t n = b.end - b.begin;
+  const size_t begin = shards_->bucket_begin(index), n = shards_->bucket_end(index) - begin;
+  float* g = grads_.data() + begin;
   // Checked before anything leaves this rank.
   const double sumsq = ops_.sum_squares(g, n);
   local_sumsq_ += sumsq;
@@ -72,7 +65,7 @@ void DataParallel::launch(size_t index) {
   if (world_ == 1) return;
   void* payload = g;
   if (bf16_) {
-    uint16_t* w = wire_.data() + b.begin;
+    uint16_t* w = wire_.data() + begin;
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; ++i) w[i] = comm::float_to_bf16(g[i]);
     payload = w;
@@ -83,26 +76,27 @@ void DataParallel::launch(size_t index) {
     pending_.push_back(comm_.all_reduce(payload, n, dt, ReduceOp::SUM));
   } else {
     // This rank's part of the bucket sits at its own offset inside the bucket: in place.
-    size_t offset = 0;
-    for (int r = 0; r < rank_; ++r) offset += b.counts[r];
+    const size_t offset = shards_->piece(rank_, index).begin - begin;
     void* out = static_cast<char*>(payload) + offset * esize;
-    pending_.push_back(comm_.reduce_scatter(payload, out, b.counts, dt, ReduceOp::SUM));
+    pending_.push_back(
+        comm_.reduce_scatter(payload, out, shards_->bucket_counts(index), dt, ReduceOp::SUM));
   }
   pending_bucket_.push_back(index);
 }
 
 void DataParallel::launch_remaining() {
-  while (next_bucket_ < buckets_.size()) launch(next_bucket_++);
+  while (next_bucket_ < shards_->num_buckets()) launch(next_bucket_++);
 }
 
 void DataParallel::finish_all() {
   for (size_t k = 0; k < pending_.size(); ++k) {
     pending_[k].wait();
     if (!bf16_) continue;
-    const Bucket& b = buckets_[pending_bucket_[k]];
+    const size_t b = pending_bucket_[k];
     // Unpack what this rank uses: the whole bucket (replicated) or its own part.
-    const size_t s = par_.zero_stage == 0 ? b.begin : std::max(b.begin, lo_);
-    const size_t e = par_.zero_stage == 0 ? b.end : std::min(b.end, hi_);
+    const ShardPiece mine = shards_->piece(rank_, b);
+    const size_t s = par_.zero_stage == 0 ? shards_->bucket_begin(b) : mine.begin;
+    const size_t e = par_.zero_stage == 0 ? shards_->bucket_end(b) : mine.end;
     const uint16_t* w = wire_.data();
     float* g = grads_.data();
 #pragma omp parallel for schedule(static)
@@ -118,13 +112,15 @@ void DataParallel::micro_batch_end(int index, int count) {
                  ready_, total_);
   launch_remaining();
   if (index == count - 1) return;  // the last micro-batch is finished by step()
-  // ZeRO-2, not the last micro-batch: keep this rank's reduced shard, free the rest.
+  // ZeRO-2, not the last micro-batch: keep this rank's reduced pieces, free the rest.
   finish_all();
-  float* g = grads_.data() + lo_;
-  float* acc = grad_acc_.data();
-  const size_t n = hi_ - lo_;
+  for (const ShardPiece& p : own_.pieces) {
+    const float* g = grads_.data() + p.begin;
+    float* acc = grad_acc_.data() + p.local;
+    const size_t n = p.size();
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) acc[i] += g[i];
+    for (size_t i = 0; i < n; ++i) acc[i] += g[i];
+  }
   std::fill(grads_.begin(), grads_.end(), 0.0f);
   next_bucket_ = 0;
   local_sumsq_ = 0;
@@ -138,15 +134,19 @@ StepResult DataParallel::step(const StepContext& ctx) {
   agree_gradients_finite(control_, !local_bad_, ctx.t);
   local_bad_ = false;
 
-  float* g = grads_.data() + lo_;
-  const size_t n = hi_ - lo_;
+  float* grads = grads_.data();
   if (par_.zero_stage == 2 && grad_acc_.size() > 0) {
-    float* acc = grad_acc_.data();
+    for (const ShardPiece& p : own_.pieces) {
+      float* g = grads + p.begin;
+      float* acc = grad_acc_.data() + p.local;
+      const size_t n = p.size();
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) g[i] += acc[i], acc[i] = 0.0f;
+      for (size_t i = 0; i < n; ++i) g[i] += acc[i], acc[i] = 0.0f;
+    }
   }
   // One process, gradients unchanged since the check: its sums are the norm (one pass saved).
-  double sumsq = world_ == 1 && par_.zero_stage < 2 ? local_sumsq_ : ops_.sum_squares(g, n);
+  double sumsq =
+      world_ == 1 && par_.zero_stage < 2 ? local_sumsq_ : sum_squares_owned(ops_, grads, own_);
   local_sumsq_ = 0;
   if (par_.zero_stage > 0 && world_ > 1) {  // each rank holds a shard of the gradient
     float s = float(sumsq);
@@ -155,9 +155,9 @@ StepResult DataParallel::step(const StepContext& ctx) {
   }
   StepResult result;
   result.grad_norm = std::sqrt(sumsq);
-  clip_to_norm(ops_, g, n, result.grad_norm, cfg_.grad_clip);
-  rule_->update(params_.data() + lo_, g, ctx);
-  if (par_.zero_stage > 0) all_gather_shards(comm_, params_, shards_, rank_);
+  clip_owned_to_norm(ops_, grads, own_, result.grad_norm, cfg_.grad_clip);
+  rule_->update(params_.data(), grads, ctx);
+  if (par_.zero_stage > 0) all_gather_shards(comm_, params_, *shards_, rank_);
   communicating_ = false;
   ready_ = 0;
   return result;

@@ -1,14 +1,16 @@
 // DataParallel: a dense update rule (AdamW, ...) synchronised over a communicator in one of
 // three modes (parallel.zero_stage):
 //   0 replicated: gradients are all-reduced in buckets; every rank updates every parameter.
-//   1 ZeRO-1: gradients are reduce-scattered in buckets; rank r owns the contiguous shard
-//     [shards_.begin(r), shards_.end(r)) of the flat space, keeps optimizer state for it only,
-//     updates it, and the parameters are all-gathered.
+//   1 ZeRO-1: gradients are reduce-scattered in buckets; rank r owns a 1/N slice of every
+//     bucket (ShardLayout, as in Megatron's distributed optimizer), keeps optimizer state for
+//     its slices only (packed), updates them, and the parameters are all-gathered per bucket.
 //   2 ZeRO-2: as 1, and with gradient accumulation the gradients are reduce-scattered after
-//     every micro-batch, each rank accumulating only its shard.
+//     every micro-batch, each rank accumulating only its slices.
 // Buckets are fixed ranges of parallel.bucket_mb of the flat gradient buffer, in buffer
 // (= backward) order; a bucket's collective starts from the model's "gradients ready" hook as
 // soon as backward has finished it (parallel.overlap), so communication overlaps backward.
+// Every bucket's reduce-scatter and all-gather send the same amount to every rank (within one
+// element).
 // Every bucket's local gradients are checked for NaN/Inf before they are sent; the ranks then
 // agree (one small all-reduce) and all throw naming the lowest failing rank.
 // Invariant: after step(), the parameters are bit-identical on every rank (each coordinate is
@@ -30,10 +32,10 @@ namespace gossamer::optim {
 
 using RuleFactory = std::unique_ptr<UpdateRule> (*)(const OptimizerConfig& config,
                                                     const model::ParamLayout& layout,
-                                                    const kernels::OpTable& ops, size_t begin,
-                                                    size_t end);
+                                                    const kernels::OpTable& ops,
+                                                    const OwnedShard& own);
 
-// The registry's factory for a dense method: `rule` on the slice this rank updates.
+// The registry's factory for a dense method: `rule` on what this rank updates.
 std::unique_ptr<Optimizer> make_data_parallel(const OptimizerSetup& setup, RuleFactory rule);
 
 class DataParallel final : public ShardedOptimizer {
@@ -51,26 +53,20 @@ class DataParallel final : public ShardedOptimizer {
   std::vector<StateTensor> state() override { return rule_->state(); }
   size_t state_bytes() const override { return rule_->state_bytes(); }
 
-  // The slice of the flat space this rank updates ([0, total) when replicated).
-  size_t update_begin() const { return lo_; }
-  size_t update_end() const { return hi_; }
-  size_t num_buckets() const { return buckets_.size(); }
+  // What this rank updates (everything when replicated).
+  const OwnedShard& owned_shard() const { return own_; }
+  size_t num_buckets() const { return shards_->num_buckets(); }
 
  private:
-  struct Bucket {
-    size_t begin, end;
-    std::vector<size_t> counts;  // elements of [begin, end) owned by each rank (ZeRO)
-  };
   void launch(size_t b);
   void launch_remaining();
   void finish_all();  // waits for launched buckets; unpacks bf16
 
   ParallelConfig par_;
   bool bf16_;
-  std::vector<Bucket> buckets_;
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<uint16_t> wire_;   // bf16 staging, flat layout
-  HostBuffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated shard
+  HostBuffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated pieces, packed
   // Per micro-batch state.
   bool communicating_ = false;
   size_t ready_ = 0, next_bucket_ = 0;

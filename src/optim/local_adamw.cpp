@@ -17,7 +17,7 @@ std::unique_ptr<Optimizer> make_local_adamw(const OptimizerSetup& setup) {
 
 LocalAdamW::LocalAdamW(const OptimizerSetup& setup)
     : ShardedOptimizer(setup, /*sharded=*/false),  // each rank updates all of its replica
-      rule_(make_adamw_rule(cfg_, setup.layout, ops_, 0, total_)) {}
+      rule_(make_adamw_rule(cfg_, setup.layout, ops_, own_)) {}
 
 StepResult LocalAdamW::step(const StepContext& ctx) {
   GOSSAMER_CHECK(attached(), "local_adamw: step before attach()");
@@ -38,7 +38,8 @@ std::vector<StateTensor> LocalAdamW::state() {
   std::vector<StateTensor> s;
   for (StateTensor t : rule_->state()) {  // this rank's own moments
     t.scope = StateScope::STATE_SCOPE_PER_RANK;
-    t.offset = t.total = 0;
+    t.total = 0;
+    t.layout = nullptr;
     s.push_back(std::move(t));
   }
   float* replica = params_.data();

@@ -1,6 +1,8 @@
 // ParallelConfig::validate (see parallel_config.h).
 #include "optim/parallel_config.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace gossamer::optim {
@@ -12,6 +14,10 @@ void ParallelConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(check_replicas_every >= 0, "%scheck_replicas_every: must be >= 0, found %lld",
                  p.c_str(), (long long)check_replicas_every);
   GOSSAMER_CHECK(timeout_s >= 0, "%stimeout_s: must be >= 0, found %g", p.c_str(), timeout_s);
+}
+
+size_t ParallelConfig::bucket_elements() const {
+  return std::max<size_t>(1, size_t(bucket_mb * 1e6 / sizeof(float)));
 }
 
 }  // namespace gossamer::optim

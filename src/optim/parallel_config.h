@@ -2,6 +2,7 @@
 // data-parallel optimizers shard their state and gradients, and how gradients travel.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,7 +36,7 @@ struct ParallelConfig {
     v("comm_dtype", comm_dtype, "dtype of gradients on the wire");
     v("bucket_mb", bucket_mb,
       "gradient bucket size in MB (of fp32 gradients); a bucket's collective starts as soon as "
-      "backward has finished it");
+      "backward has finished it, and under ZeRO every rank owns a 1/N slice of every bucket");
     v("overlap", overlap,
       "start bucket collectives during backward (false: all after backward, for comparison)");
     v("timeout_s", timeout_s,
@@ -45,6 +46,8 @@ struct ParallelConfig {
       "differs (0: never; a test and debugging aid)");
   }
   void validate(const std::string& path = "parallel.") const;
+  // Elements of one bucket (bucket_mb of fp32 values, at least 1).
+  size_t bucket_elements() const;
 };
 
 }  // namespace gossamer::optim

@@ -40,8 +40,33 @@ void ScapeConfig::validate(const std::string& p) const {
                  p.c_str());
 }
 
+namespace {
+
+// Rank-local (packed) indices of a sorted mask to flat indices, in place, walking the rank's
+// pieces (in flat = local order). Stays sorted.
+void local_to_global(const std::vector<ShardPiece>& pieces, uint32_t* idx, size_t n) {
+  size_t p = 0;
+  for (size_t j = 0; j < n; ++j) {
+    while (idx[j] >= pieces[p].local + pieces[p].size()) ++p;
+    idx[j] = uint32_t(pieces[p].begin + (idx[j] - pieces[p].local));
+  }
+}
+
+// The inverse, for a sorted list of flat indices this rank owns.
+void global_to_local(const std::vector<ShardPiece>& pieces, const uint32_t* idx, size_t n,
+                     uint32_t* out) {
+  size_t p = 0;
+  for (size_t j = 0; j < n; ++j) {
+    while (idx[j] >= pieces[p].end) ++p;
+    out[j] = uint32_t(pieces[p].local + (idx[j] - pieces[p].begin));
+  }
+}
+
+}  // namespace
+
 Scape::Scape(const OptimizerSetup& setup)
-    : ShardedOptimizer(setup, /*sharded=*/setup.parallel.zero_stage >= 1),
+    : ShardedOptimizer(setup,
+                       /*sharded=*/setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
       sc_(setup.config.scape),
       sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
       code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
@@ -54,7 +79,7 @@ Scape::Scape(const OptimizerSetup& setup)
                  setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
-  const size_t owned = hi_ - lo_;
+  const size_t owned = own_.size;
   m_ = HostBuffer<float>(owned);
   if (use_residual_) residual_ = HostBuffer<float>(total_);
   if (reading_b_) {
@@ -65,11 +90,15 @@ Scape::Scape(const OptimizerSetup& setup)
     last_.assign(owned, 0.0f);
   }
   decay_.assign(owned, 0);
-  for (const DecayRun& r : decay_runs(setup.layout, lo_, hi_))
+  for (const OwnedRun& r : owned_runs(setup.layout, own_))
     if (r.decay)
-      std::fill(decay_.begin() + ptrdiff_t(r.begin), decay_.begin() + ptrdiff_t(r.end), 1);
+      std::fill(decay_.begin() + ptrdiff_t(r.local), decay_.begin() + ptrdiff_t(r.local + r.n), 1);
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
+  own_global_ = all_owned_;
+  local_to_global(own_.pieces, own_global_.data(), owned);
+  if (sharded_)
+    for (int q = 0; q < world_; ++q) rank_pieces_.push_back(shards_->pieces(q));
   mask_flags_.assign(owned, 0);
   cur_counts_.assign(size_t(world_), 0);
 }
@@ -82,7 +111,7 @@ Scape::~Scape() {
 }
 
 size_t Scape::k_of(int rank) const {
-  const size_t n = sharded_ ? shards_.size(rank) : total_;
+  const size_t n = sharded_ ? shards_->size(rank) : total_;
   return std::min(n, size_t(std::ceil(density_ * double(n))));
 }
 
@@ -109,11 +138,11 @@ void Scape::launch_mask_exchange(MaskEncoding encoding) {
   wire_counts_.assign(size_t(world_), 0);
   size_t recv_total = 0;
   for (int q = 0; q < world_; ++q) {
-    const size_t n = shards_.size(q);
+    const size_t n = shards_->size(q);
     wire_counts_[size_t(q)] = mask_bytes(encoding, k_of(q), n);
     recv_total += wire_counts_[size_t(q)];
   }
-  const size_t owned = hi_ - lo_;
+  const size_t owned = own_.size;
   wire_send_.resize(wire_counts_[size_t(rank_)]);
   if (encoding == MaskEncoding::INDICES) {
     GOSSAMER_CHECK(next_own_.size() == k_of(rank_), "scape: mask shard of %zu, expected %zu",
@@ -131,8 +160,10 @@ void Scape::launch_mask_exchange(MaskEncoding encoding) {
 
 void Scape::finish_mask_exchange() {
   cur_mask_.clear();
+  cur_packed_.clear();
   if (!sharded_) {
-    cur_mask_ = next_own_;  // slice-local == global
+    cur_mask_ = next_own_;  // local == global
+    cur_packed_ = next_own_;
     cur_counts_.assign(size_t(world_), 0);
     cur_counts_[0] = cur_mask_.size();
     mask_ready_ = false;
@@ -141,23 +172,25 @@ void Scape::finish_mask_exchange() {
   GOSSAMER_CHECK(mask_in_flight_, "scape: no mask exchange in flight");
   mask_work_.wait();
   mask_in_flight_ = false;
-  size_t offset = 0;
+  // Rank by rank (the order of the compact reduce-scatter): each rank's local indices, kept
+  // as packed keys (rank base + local: sorted) and mapped to flat indices.
+  size_t offset = 0, base = 0;
   for (int q = 0; q < world_; ++q) {
     const size_t before = cur_mask_.size();
-    const uint32_t base = uint32_t(shards_.begin(q));
     const uint8_t* seg = wire_recv_.data() + offset;
     if (wire_encoding_ == MaskEncoding::INDICES) {
       const size_t k = wire_counts_[size_t(q)] / sizeof(uint32_t);
-      for (size_t j = 0; j < k; ++j) {
-        uint32_t v;
-        std::memcpy(&v, seg + j * sizeof(uint32_t), sizeof v);
-        cur_mask_.push_back(base + v);
-      }
+      cur_mask_.resize(before + k);
+      std::memcpy(cur_mask_.data() + before, seg, k * sizeof(uint32_t));
     } else {
-      decode_bitmap(seg, shards_.size(q), base, cur_mask_);
+      decode_bitmap(seg, shards_->size(q), 0, cur_mask_);
     }
-    cur_counts_[size_t(q)] = cur_mask_.size() - before;
+    const size_t k = cur_mask_.size() - before;
+    for (size_t j = 0; j < k; ++j) cur_packed_.push_back(uint32_t(base + cur_mask_[before + j]));
+    local_to_global(rank_pieces_[size_t(q)], cur_mask_.data() + before, k);
+    cur_counts_[size_t(q)] = k;
     offset += wire_counts_[size_t(q)];
+    base += shards_->size(q);
   }
 }
 
@@ -181,22 +214,29 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
     next_own_.clear();
     return;
   }
-  const size_t owned = hi_ - lo_;
+  const size_t owned = own_.size;
+  const uint32_t* G = own_global_.data();  // flat index of each owned coordinate
   if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM) {
     scores.resize(owned);
-    const float* mm = reading_b_ ? local_m_.data() + lo_ : m_.data();
+    const float* mm = m_.data();
+    const float* u = local_m_.data();  // reading B: the flat local momentum
+    if (reading_b_) {
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
+      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(u[G[i]]);
+    } else {
+#pragma omp parallel for schedule(static)
+      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
+    }
   } else if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL) {
     // The momentum the coordinate would have if its pending residual were applied now; the
     // owner's own residual, times the ranks, estimates the sum over ranks.
     GOSSAMER_CHECK(use_residual_, "optimizer.scape.mask_score: momentum_residual needs residual");
     scores.resize(owned);
     const float* mm = m_.data();
-    const float* e = residual_.data() + lo_;
+    const float* e = residual_.data();
     const float b1 = float(cfg_.beta1), n = float(world_);
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[i]);
+    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[G[i]]);
   }
   next_own_ = top_k_indices({scores.data(), owned}, k_of(rank_));
   MaskEncoding enc = MaskEncoding::INDICES;
@@ -206,7 +246,7 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
     // Decided from every rank's sizes, so all ranks agree.
     size_t idx_bytes = 0, bit_bytes = 0;
     for (int q = 0; q < world_; ++q) {
-      const size_t n = sharded_ ? shards_.size(q) : total_;
+      const size_t n = sharded_ ? shards_->size(q) : total_;
       idx_bytes += mask_bytes(MaskEncoding::INDICES, k_of(q), n);
       bit_bytes += mask_bytes(MaskEncoding::BITMAP, k_of(q), n);
     }
@@ -252,14 +292,25 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
   const int64_t before = comm_.stats().bytes_sent();
   r.finite = std::isfinite(reading_b_ ? r.local_sq : ops_.sum_squares(a, P));
   if (sharded_) {
-    r.values = g + lo_;  // out of place when the payload is the residual; in place when a == g
-    comm_.reduce_scatter(a, r.values, shards_.counts(), DType::F32, ReduceOp::SUM).wait();
+    // One reduce-scatter per bucket, into this rank's part of g (out of place when the payload
+    // is the residual; in place when a == g), then this rank's parts packed.
+    std::vector<comm::Work> work;
+    for (size_t b = 0; b < shards_->num_buckets(); ++b) {
+      const size_t B = shards_->bucket_begin(b);
+      work.push_back(comm_.reduce_scatter(a + B, g + shards_->piece(rank_, b).begin,
+                                          shards_->bucket_counts(b), DType::F32, ReduceOp::SUM));
+    }
+    for (comm::Work& w : work) w.wait();
+    compact_.resize(own_.size);
+    for (const ShardPiece& p : own_.pieces)
+      std::memcpy(compact_.data() + p.local, g + p.begin, p.size() * sizeof(float));
+    r.values = compact_.data();
   } else {
     if (a != g) std::memcpy(g, a, P * sizeof(float));
     if (world_ > 1) comm_.all_reduce(g, P, DType::F32, ReduceOp::SUM).wait();
     r.values = g;
   }
-  r.n = hi_ - lo_;
+  r.n = own_.size;
   if (use_residual_) std::fill(a, a + P, 0.0f);
   r.bytes = comm_.stats().bytes_sent() - before;
   return r;
@@ -314,14 +365,17 @@ double Scape::clip(Reduced& r, double* residual_sq) {
 // ---- the update and the distribution of the updated values --------------------------------
 
 void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx) {
+  // State and decay flags by local index, parameters by flat index.
   std::vector<uint32_t> local;
   const uint32_t* idx = all_owned_.data();
+  const uint32_t* pidx = own_global_.data();
   if (!dense) {
     local.resize(r.n);
-    for (size_t j = 0; j < r.n; ++j) local[j] = cur_mask_[r.offset + j] - uint32_t(lo_);
+    pidx = cur_mask_.data() + r.offset;
+    global_to_local(own_.pieces, pidx, r.n, local.data());
     idx = local.data();
   }
-  float* p = params_.data() + lo_;
+  float* p = params_.data();
   const kernels::AdamStep step = {.lr = float(ctx.lr),
                                   .beta1 = float(cfg_.beta1),
                                   .beta2 = float(cfg_.beta2),
@@ -331,10 +385,10 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
                                   .code_form = code_form_,
                                   .catch_up_max = int(sc_.catch_up_max)};
   if (reading_b_)  // r.values: the momentum itself, exact at the selected coordinates
-    ops_.adams_update_from_momentum(p, m_.data(), last_.data(), idx, r.values, decay_.data(), r.n,
-                                    step);
+    ops_.adams_update_from_momentum(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(),
+                                    r.n, step);
   else
-    ops_.adams_update_indexed(p, m_.data(), idx, r.values, decay_.data(), r.n, step);
+    ops_.adams_update_indexed(p, pidx, m_.data(), idx, r.values, decay_.data(), r.n, step);
 }
 
 // Every replica receives the updated values; returns the bytes this rank sent for it.
@@ -342,7 +396,7 @@ int64_t Scape::distribute_params(const Reduced& r, bool dense) {
   if (!sharded_) return 0;
   const int64_t before = comm_.stats().bytes_sent();
   if (dense) {
-    all_gather_shards(comm_, params_, shards_, rank_);
+    all_gather_shards(comm_, params_, *shards_, rank_);
   } else {
     float* c = compact_.data();
     const uint32_t* I = cur_mask_.data();
@@ -379,8 +433,8 @@ StepResult Scape::step(const StepContext& ctx) {
   float* a = payload(&local_sq);
   if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT) {
     const float* src = use_residual_ ? residual_.data() : grads_.data();
-    scores.resize(hi_ - lo_);
-    for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[lo_ + i]);
+    scores.resize(own_.size);
+    for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[own_global_[i]]);
   }
   Reduced r = dense ? reduce_dense(a, local_sq) : reduce_sparse(a, local_sq);
 
@@ -394,8 +448,8 @@ StepResult Scape::step(const StepContext& ctx) {
 
   double jac = std::nan("");
   if (!dense) {
-    if (!prev_mask_.empty()) jac = jaccard(cur_mask_, prev_mask_);
-    prev_mask_ = cur_mask_;
+    if (!prev_packed_.empty()) jac = jaccard(cur_packed_, prev_packed_);
+    prev_packed_ = cur_packed_;
   }
   const comm::CommStats delta = comm_.stats().since(before);
   metrics_ = {
@@ -416,19 +470,17 @@ StepResult Scape::step(const StepContext& ctx) {
 // ---- checkpoint state ---------------------------------------------------------------------
 
 std::vector<StateTensor> Scape::state() {
-  const size_t owned = hi_ - lo_;
   std::fill(mask_flags_.begin(), mask_flags_.end(), uint8_t{0});
   for (uint32_t i : next_own_) mask_flags_[i] = 1;
   has_mask_ = next_own_.empty() ? 0 : 1;
-  std::vector<StateTensor> s = {
-      StateTensor::sharded("scape.m", m_.data(), owned, lo_, total_),
-      StateTensor::sharded("scape.next_mask", mask_flags_.data(), owned, lo_, total_),
-      StateTensor::replicated("scape.has_next_mask", &has_mask_, 1)};
+  std::vector<StateTensor> s = {StateTensor::sharded("scape.m", m_.data(), own_),
+                                StateTensor::sharded("scape.next_mask", mask_flags_.data(), own_),
+                                StateTensor::replicated("scape.has_next_mask", &has_mask_, 1)};
   if (use_residual_)
     s.push_back(StateTensor::summed_rows("scape.residual", residual_.data(), total_));
   if (reading_b_) {  // the ranks' local momenta matter only through their sum
     s.push_back(StateTensor::summed_rows("scape.local_momentum", local_m_.data(), total_));
-    s.push_back(StateTensor::sharded("scape.last_update", last_.data(), owned, lo_, total_));
+    s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));
   }
   return s;
 }
@@ -437,7 +489,7 @@ void Scape::state_loaded() {
   next_own_.clear();
   for (size_t i = 0; i < mask_flags_.size(); ++i)
     if (mask_flags_[i] != 0) next_own_.push_back(uint32_t(i));
-  prev_mask_.clear();
+  prev_packed_.clear();
   mask_in_flight_ = mask_ready_ = relaunch_after_load_ = false;
   if (has_mask_ != 0) {
     if (sharded_)

@@ -1,13 +1,13 @@
 // SCAPE: sparse communication on top of AdamS (arXiv 2607.01678; our readings A and B in
 // docs/SCAPE.md; config section optimizer.scape).
-// Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns the contiguous slice S_r of the flat
-// space, keeps AdamS's momentum m for it, and at the end of step t selects the exact top-k_r of
-// its slice by the mask score (k_r = ceil((1 - sparsity) |S_r|)). That mask shard is
-// all-gathered asynchronously, overlapping step t+1's forward and backward (the one-step
+// Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns S_r, a 1/N slice of every bucket of
+// the flat space (ShardLayout), keeps AdamS's momentum m for it, and at the end of step t
+// selects the exact top-k_r of S_r by the mask score (k_r = ceil((1 - sparsity) |S_r|)). That mask
+// shard is all-gathered asynchronously, overlapping step t+1's forward and backward (the one-step
 // delay), and is used by step t+1: every rank adds its local gradient to its error-feedback
 // residual e_r (reading A) or its local momentum (reading B), packs it at the mask into one
-// compact buffer, and the compact buffers are reduce-scattered (owner r receives its k_r
-// summed values); the owner applies AdamS to its selected coordinates only (weight decay
+// compact buffer (rank by rank), and the compact buffers are reduce-scattered (owner r receives
+// its k_r summed values); the owner applies AdamS to its selected coordinates only (weight decay
 // included; the others keep their value and momentum), and the updated values are
 // all-gathered sparsely and scattered into every replica. Dense steps (warm-up, periodic
 // refresh) are the same with the mask "everything". zero_stage 0 keeps m replicated: every
@@ -50,12 +50,12 @@ class Scape final : public ShardedOptimizer {
 
   // Whether step t (1-based) is dense by the schedule (warm-up, refresh, sparsity 0).
   bool dense_step(int64_t t) const;
-  // Global indices of the mask used by the last step (empty after a dense step).
+  // Flat indices of the mask used by the last step, rank by rank, each rank's sorted (empty
+  // after a dense step).
   const std::vector<uint32_t>& last_mask() const { return cur_mask_; }
-  // This rank's selection for the next step (slice-local, sorted).
+  // This rank's selection for the next step (local to its packed slice, sorted).
   const std::vector<uint32_t>& next_mask_shard() const { return next_own_; }
-  size_t owned_begin() const { return lo_; }
-  size_t owned_end() const { return hi_; }
+  const OwnedShard& owned_shard() const { return own_; }
   size_t k_of(int rank) const;
 
  private:
@@ -86,18 +86,21 @@ class Scape final : public ShardedOptimizer {
   bool sharded_;  // zero_stage 1 with more than one rank
   bool code_form_;
   double density_;
-  bool reading_b_;                   // optimizer.scape.reading "B"
-  bool use_residual_;                // reading A with optimizer.scape.residual
-  HostBuffer<float> m_;              // momentum of the owned slice
-  HostBuffer<float> residual_;       // e_r, the whole flat space (reading A with residual)
-  HostBuffer<float> local_m_;        // u_r, the whole flat space (reading B)
-  std::vector<float> last_;          // reading B: step of each owned coordinate's last update
-  std::vector<uint8_t> decay_;       // per owned coordinate: weight decay applies
-  std::vector<uint32_t> all_owned_;  // 0 .. owned-1, the "everything" mask of dense steps
-  std::vector<float> compact_;       // gradient values at the mask, then parameter values
-  std::vector<uint32_t> cur_mask_, prev_mask_;  // global indices (sorted)
-  std::vector<size_t> cur_counts_;              // per rank, entries of cur_mask_
-  std::vector<uint32_t> next_own_;              // slice-local, for the next step
+  bool reading_b_;                    // optimizer.scape.reading "B"
+  bool use_residual_;                 // reading A with optimizer.scape.residual
+  HostBuffer<float> m_;               // momentum of the owned slice (packed)
+  HostBuffer<float> residual_;        // e_r, the whole flat space (reading A with residual)
+  HostBuffer<float> local_m_;         // u_r, the whole flat space (reading B)
+  std::vector<float> last_;           // reading B: step of each owned coordinate's last update
+  std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies
+  std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
+  std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
+  std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
+  std::vector<float> compact_;      // gradient values at the mask, then parameter values
+  std::vector<uint32_t> cur_mask_;  // flat indices, rank by rank
+  std::vector<uint32_t> cur_packed_, prev_packed_;  // the same as rank base + local (sorted)
+  std::vector<size_t> cur_counts_;                  // per rank, entries of cur_mask_
+  std::vector<uint32_t> next_own_;                  // local, for the next step
   // The in-flight mask exchange.
   MaskEncoding wire_encoding_ = MaskEncoding::INDICES;
   std::vector<uint8_t> wire_send_, wire_recv_;

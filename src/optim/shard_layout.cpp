@@ -34,16 +34,39 @@ size_t ShardLayout::bucket_end(size_t b) const {
   return std::min(total_, (b + 1) * bucket_size_);
 }
 
+size_t ShardLayout::full_part(int rank) const {
+  return part_begin(bucket_size_, rank + 1) - part_begin(bucket_size_, rank);
+}
+
 ShardPiece ShardLayout::piece(int rank, size_t b) const {
   const size_t B = bucket_begin(b), n = bucket_end(b) - B;
   // Local offset: every earlier bucket's part of this rank. Buckets before the last are full,
   // so their parts have the same size.
-  const size_t full_part = part_begin(bucket_size_, rank + 1) - part_begin(bucket_size_, rank);
   ShardPiece p;
   p.begin = B + part_begin(n, rank);
   p.end = B + part_begin(n, rank + 1);
-  p.local = b * full_part;
+  p.local = b * full_part(rank);
   return p;
+}
+
+size_t ShardLayout::global_index(int rank, size_t local) const {
+  GOSSAMER_CHECK(local < size(rank), "shard layout: local offset %zu of %zu on rank %d", local,
+                 size(rank), rank);
+  const size_t full = full_part(rank);
+  // Every bucket but the last holds `full` of this rank's elements (none when full == 0: then
+  // only the last bucket can hold any).
+  const size_t b = full == 0 ? num_buckets_ - 1 : std::min(local / full, num_buckets_ - 1);
+  const ShardPiece p = piece(rank, b);
+  return p.begin + (local - p.local);
+}
+
+std::vector<ShardPiece> ShardLayout::pieces(int rank) const {
+  std::vector<ShardPiece> out;
+  for (size_t b = 0; b < num_buckets_; ++b) {
+    const ShardPiece p = piece(rank, b);
+    if (p.size() > 0) out.push_back(p);
+  }
+  return out;
 }
 
 std::vector<size_t> ShardLayout::bucket_counts(size_t b) const {
@@ -87,6 +110,29 @@ size_t ShardLayout::begin(int rank) const {
 size_t ShardLayout::end(int rank) const {
   GOSSAMER_CHECK(contiguous(), "shard layout: end() of a layout with %zu buckets", num_buckets_);
   return num_buckets_ == 0 ? 0 : piece(rank, 0).end;
+}
+
+OwnedShard OwnedShard::whole(size_t total) {
+  OwnedShard o;
+  if (total > 0) o.pieces.push_back({0, total, 0});
+  o.size = o.total = total;
+  return o;
+}
+
+OwnedShard OwnedShard::of(std::shared_ptr<const ShardLayout> layout, int rank) {
+  GOSSAMER_CHECK(layout != nullptr && rank >= 0 && rank < layout->world(),
+                 "owned shard: rank %d of a layout of %d", rank, layout ? layout->world() : 0);
+  OwnedShard o;
+  o.pieces = layout->pieces(rank);
+  o.size = layout->size(rank);
+  o.total = layout->total();
+  o.rank = rank;
+  o.layout = std::move(layout);
+  return o;
+}
+
+size_t OwnedShard::global_index(size_t local) const {
+  return layout ? layout->global_index(rank, local) : local;
 }
 
 }  // namespace gossamer::optim

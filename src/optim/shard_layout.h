@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace gossamer::optim {
@@ -45,6 +46,10 @@ class ShardLayout {
   // The rank owning flat element i, and i's offset in that rank's local buffers.
   int owner(size_t i) const;
   size_t local_offset(size_t i) const;
+  // The flat element at local offset `local` of rank r's buffers (local < size(r)).
+  size_t global_index(int rank, size_t local) const;
+  // Rank r's non-empty pieces, in flat (= local) order.
+  std::vector<ShardPiece> pieces(int rank) const;
   // How many elements of [a, b) rank r owns.
   size_t overlap(int rank, size_t a, size_t b) const;
   // One contiguous slice per rank (a single bucket): begin()/end() describe it.
@@ -53,6 +58,8 @@ class ShardLayout {
   size_t end(int rank) const;    // contiguous layouts only
 
  private:
+  // Elements of rank r's part of a full bucket.
+  size_t full_part(int rank) const;
   // Offset, within bucket b of n elements, of rank r's part.
   size_t part_begin(size_t n, int r) const;
 
@@ -61,6 +68,24 @@ class ShardLayout {
   size_t bucket_size_;
   size_t num_buckets_;
   std::vector<size_t> sizes_;  // per rank
+};
+
+// What one rank updates: its pieces of the flat space (packed back to back in its local
+// buffers) and the layout they come from. `whole` is every element on every rank (replicated
+// updates, one process); `of` is rank r's share of a ZeRO layout.
+// Invariant: the pieces are disjoint, in flat order, and their local offsets tile [0, size).
+struct OwnedShard {
+  std::shared_ptr<const ShardLayout> layout;  // null for `whole`
+  int rank = 0;
+  std::vector<ShardPiece> pieces;
+  size_t size = 0;   // elements owned
+  size_t total = 0;  // elements of the flat space
+
+  static OwnedShard whole(size_t total);
+  static OwnedShard of(std::shared_ptr<const ShardLayout> layout, int rank);
+  bool replicated() const { return layout == nullptr; }
+  // Flat index of local offset `local`.
+  size_t global_index(size_t local) const;
 };
 
 }  // namespace gossamer::optim

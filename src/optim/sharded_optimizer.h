@@ -1,11 +1,13 @@
 // ShardedOptimizer: the bookkeeping every optimizer shares that splits the flat parameter space
 // over the ranks (DataParallel, Scape, and later methods): the pieces of its setup, the ZeRO
-// split of the space (ShardLayout) and the slice [lo_, hi_) this rank updates.
-// Invariant: [lo_, hi_) is this rank's shard when sharded, the whole space [0, total_)
-// otherwise; every rank derives the same split from (total_, world_).
+// split of the space (ShardLayout: every bucket of parallel.bucket_mb split over the ranks) and
+// what this rank updates (own_: its pieces of every bucket, or everything).
+// Invariant: own_ is this rank's share of shards_ when sharded, the whole space otherwise;
+// every rank derives the same split from (total_, world_, parallel.bucket_mb).
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "optim/optimizer.h"
 #include "optim/shard_layout.h"
@@ -22,11 +24,11 @@ class ShardedOptimizer : public Optimizer {
         world_(setup.comm.size()),
         rank_(setup.comm.rank()),
         total_(setup.layout.total()),
-        shards_(total_, world_),
-        lo_(sharded ? shards_.begin(rank_) : 0),
-        hi_(sharded ? shards_.end(rank_) : total_) {}
+        shards_(
+            std::make_shared<const ShardLayout>(total_, world_, setup.parallel.bucket_elements())),
+        own_(sharded ? OwnedShard::of(shards_, rank_) : OwnedShard::whole(total_)) {}
 
-  size_t owned() const { return hi_ - lo_; }
+  size_t owned() const { return own_.size; }
 
   OptimizerConfig cfg_;
   const kernels::OpTable& ops_;
@@ -34,8 +36,8 @@ class ShardedOptimizer : public Optimizer {
   comm::Communicator& control_;  // small host values: flags, norms
   int world_, rank_;
   size_t total_;
-  ShardLayout shards_;  // the ZeRO split of the flat space
-  size_t lo_, hi_;      // the slice this rank updates
+  std::shared_ptr<const ShardLayout> shards_;  // the ZeRO split of the flat space
+  OwnedShard own_;                             // what this rank updates
 };
 
 }  // namespace gossamer::optim

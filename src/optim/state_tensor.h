@@ -2,18 +2,21 @@
 // how it relates to the ranks (its scope). The checkpoint code (train/checkpoint.cpp) gathers
 // and restores state by these two properties alone, so a new method declares its state and
 // gets world-size-independent checkpoints, or a clear error where they are impossible.
-// Invariant: `data` points at `numel` elements of `dtype` owned by the optimizer; for SHARDED
-// tensors [offset, offset + numel) lies inside [0, total) and the ranks' slices tile it.
+// Invariant: `data` points at `numel` elements of `dtype` owned by the optimizer; a SHARDED
+// tensor is either whole (numel == total, no layout) or this rank's pieces of a ShardLayout
+// packed back to back (numel == layout->size(rank)), and the ranks' pieces tile [0, total).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "core/enum_names.h"
+#include "optim/shard_layout.h"
 
 namespace gossamer::optim {
 
@@ -22,8 +25,8 @@ size_t state_dtype_size(StateDType dtype);
 
 enum class StateScope {
   // A flat tensor of `total` elements in a world-size-independent layout (usually the
-  // parameter layout); this rank holds [offset, offset + numel). Saved whole; loads at any
-  // world size, each rank taking its slice.
+  // parameter layout); this rank holds its pieces of `layout` (or all of it). Saved whole;
+  // loads at any world size and any bucket size, each rank taking its pieces.
   STATE_SCOPE_SHARDED,
   // This rank's own tensor (sizes may differ between ranks). Saved per rank; restored only at
   // the world size it was saved at, with an error naming the tensor at any other.
@@ -39,9 +42,11 @@ struct StateTensor {
   StateDType dtype = StateDType::STATE_DTYPE_F32;
   void* data = nullptr;
   size_t numel = 0;
-  size_t offset = 0;  // SHARDED: this rank's first element
-  size_t total = 0;   // SHARDED: elements of the whole tensor
+  size_t total = 0;  // SHARDED: elements of the whole tensor
   StateScope scope = StateScope::STATE_SCOPE_SHARDED;
+  // SHARDED and not whole: the layout whose pieces of `rank` this tensor packs.
+  std::shared_ptr<const ShardLayout> layout;
+  int rank = 0;
 
   template <class T>
   static constexpr StateDType dtype_of() {
@@ -52,25 +57,36 @@ struct StateTensor {
         std::is_same_v<T, float> || std::is_same_v<T, int32_t> || std::is_same_v<T, uint8_t>,
         "state tensors hold float, int32_t or uint8_t (bf16: give the dtype)");
   }
-  // This rank's slice [offset, offset + numel) of a flat tensor of `total` elements.
+  // A flat tensor of own.total elements of which this rank holds `own` (its pieces, packed;
+  // or all of it when own is whole).
   template <class T>
-  static StateTensor sharded(std::string name, T* data, size_t numel, size_t offset, size_t total) {
-    return {std::move(name),
-            dtype_of<T>(),
-            data,
-            numel,
-            offset,
-            total,
-            StateScope::STATE_SCOPE_SHARDED};
+  static StateTensor sharded(std::string name, T* data, const OwnedShard& own) {
+    return {std::move(name), dtype_of<T>(), data,
+            own.size,        own.total,     StateScope::STATE_SCOPE_SHARDED,
+            own.layout,      own.rank};
   }
   // The same whole tensor on every rank.
   template <class T>
   static StateTensor replicated(std::string name, T* data, size_t numel) {
-    return sharded(std::move(name), data, numel, 0, numel);
+    return {std::move(name),
+            dtype_of<T>(),
+            data,
+            numel,
+            numel,
+            StateScope::STATE_SCOPE_SHARDED,
+            nullptr,
+            0};
   }
   template <class T>
   static StateTensor per_rank(std::string name, T* data, size_t numel) {
-    return {std::move(name), dtype_of<T>(), data, numel, 0, 0, StateScope::STATE_SCOPE_PER_RANK};
+    return {std::move(name),
+            dtype_of<T>(),
+            data,
+            numel,
+            0,
+            StateScope::STATE_SCOPE_PER_RANK,
+            nullptr,
+            0};
   }
   static StateTensor summed_rows(std::string name, float* data, size_t numel) {
     return {std::move(name),
@@ -78,8 +94,9 @@ struct StateTensor {
             data,
             numel,
             0,
-            0,
-            StateScope::STATE_SCOPE_SUMMED_ROWS};
+            StateScope::STATE_SCOPE_SUMMED_ROWS,
+            nullptr,
+            0};
   }
   size_t bytes() const { return numel * state_dtype_size(dtype); }
 };

@@ -1,6 +1,8 @@
 // The shared synchronisation steps of the optimizers (see sync_common.h).
 #include "optim/sync_common.h"
 
+#include <vector>
+
 #include "core/error.h"
 
 namespace gossamer::optim {
@@ -27,14 +29,28 @@ void clip_to_norm(const kernels::OpTable& ops, float* g, size_t n, double norm, 
   if (coef < 1.0) ops.scale(g, float(coef), n);
 }
 
+void clip_owned_to_norm(const kernels::OpTable& ops, float* g, const OwnedShard& own, double norm,
+                        double max_norm) {
+  for (const ShardPiece& p : own.pieces) clip_to_norm(ops, g + p.begin, p.size(), norm, max_norm);
+}
+
+double sum_squares_owned(const kernels::OpTable& ops, const float* x, const OwnedShard& own) {
+  double sum = 0;
+  for (const ShardPiece& p : own.pieces) sum += ops.sum_squares(x + p.begin, p.size());
+  return sum;
+}
+
 void all_gather_shards(comm::Communicator& comm, std::span<float> params, const ShardLayout& shards,
                        int rank) {
   if (comm.size() == 1) return;
   GOSSAMER_CHECK(params.size() == shards.total(), "parameter all-gather: %zu elements, layout %zu",
                  params.size(), shards.total());
-  comm.all_gather(params.data() + shards.begin(rank), params.data(), shards.counts(),
-                  comm::DType::F32)
-      .wait();
+  std::vector<comm::Work> work;
+  for (size_t b = 0; b < shards.num_buckets(); ++b)
+    work.push_back(comm.all_gather(params.data() + shards.piece(rank, b).begin,
+                                   params.data() + shards.bucket_begin(b), shards.bucket_counts(b),
+                                   comm::DType::F32));
+  for (comm::Work& w : work) w.wait();
 }
 
 }  // namespace gossamer::optim

@@ -26,8 +26,14 @@ void sum_over_ranks(comm::Communicator& control, std::span<float> values);
 
 // Scales g[0, n) by max_norm / (norm + 1e-6) when that is below 1 (max_norm 0: never clips).
 void clip_to_norm(const kernels::OpTable& ops, float* g, size_t n, double norm, double max_norm);
+// The same on the owned pieces of the flat buffer g.
+void clip_owned_to_norm(const kernels::OpTable& ops, float* g, const OwnedShard& own, double norm,
+                        double max_norm);
+// Sum of squares of the owned pieces of the flat buffer x.
+double sum_squares_owned(const kernels::OpTable& ops, const float* x, const OwnedShard& own);
 
-// Each rank's updated shard of `params` (the flat buffer, split by `shards`) to every rank.
+// Each rank's updated pieces of `params` (the flat buffer, split by `shards`) to every rank: one
+// all-gather per bucket, all in flight at once.
 void all_gather_shards(comm::Communicator& comm, std::span<float> params, const ShardLayout& shards,
                        int rank);
 

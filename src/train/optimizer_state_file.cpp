@@ -82,6 +82,42 @@ void read_state_tensor(const io::SafetensorsReader& reader, const std::string& n
   }
 }
 
+// Summed rows: at the saved world size each rank its own row; at another, rank 0 their sum.
+void load_summed_rows(const io::SafetensorsReader& reader, const StateTensor& s, int rank,
+                      int world) {
+  const size_t saved = size_t(reader.info(s.name).numel());
+  float* out = static_cast<float*>(s.data);
+  const size_t rows = s.numel ? saved / s.numel : 0;
+  GOSSAMER_CHECK(rows > 0 && rows * s.numel == saved,
+                 "%s: optimizer tensor %s holds %zu elements, not rows of %zu",
+                 reader.path().c_str(), s.name.c_str(), saved, s.numel);
+  std::vector<float> all(saved);
+  reader.read_into(s.name, io::DType::DTYPE_F32, {int64_t(saved)}, all.data());
+  if (rows == size_t(world)) {
+    std::memcpy(out, all.data() + size_t(rank) * s.numel, s.numel * sizeof(float));
+    return;
+  }
+  std::fill(out, out + s.numel, 0.0f);
+  if (rank == 0)
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t i = 0; i < s.numel; ++i) out[i] += all[r * s.numel + i];
+}
+
+// A sharded tensor: the whole flat tensor is read, and this rank keeps its pieces (packed), so
+// any world size and bucket size loads it.
+void load_sharded(const io::SafetensorsReader& reader, const StateTensor& s) {
+  const size_t esize = optim::state_dtype_size(s.dtype);
+  std::vector<uint8_t> whole(s.total * esize);
+  read_state_tensor(reader, s.name, s.dtype, s.total, whole.data());
+  if (!s.layout) {
+    std::memcpy(s.data, whole.data(), s.numel * esize);
+    return;
+  }
+  for (const optim::ShardPiece& p : s.layout->pieces(s.rank))
+    std::memcpy(static_cast<uint8_t*>(s.data) + p.local * esize, whole.data() + p.begin * esize,
+                p.size() * esize);
+}
+
 }  // namespace
 
 GatheredOptimizerState::GatheredOptimizerState(optim::Optimizer& optimizer,
@@ -98,21 +134,30 @@ GatheredOptimizerState::GatheredOptimizerState(optim::Optimizer& optimizer,
 void GatheredOptimizerState::add_sharded(const StateTensor& s, comm::Communicator& comm) {
   const size_t esize = optim::state_dtype_size(s.dtype);
   Tensor t{s.name, s.dtype, std::vector<uint8_t>(s.total * esize), s.total};
-  if (s.numel == s.total) {  // the same whole tensor on every rank
+  if (!s.layout) {  // the same whole tensor on every rank
+    GOSSAMER_CHECK(s.numel == s.total, "optimizer state %s: %zu of %zu elements and no layout",
+                   s.name.c_str(), s.numel, s.total);
     std::memcpy(t.bytes.data(), s.data, s.total * esize);
     tensors_.push_back(std::move(t));
     return;
   }
+  const optim::ShardLayout& layout = *s.layout;
   const std::vector<size_t> counts = counts_of_ranks(comm, s.numel);
-  size_t sum = 0, before = 0;
+  GOSSAMER_CHECK(
+      layout.world() == comm.size() && layout.total() == s.total && counts == layout.counts(),
+      "optimizer state %s: the ranks' pieces do not match a layout of %zu elements over "
+      "%d ranks",
+      s.name.c_str(), s.total, comm.size());
+  // Every rank's packed pieces in rank order, then each piece to its place in the flat tensor.
+  std::vector<uint8_t> packed(s.total * esize);
+  comm.all_gather(s.data, packed.data(), counts, wire_dtype(s.dtype)).wait();
+  size_t base = 0;
   for (int r = 0; r < comm.size(); ++r) {
-    if (r == comm.rank()) before = sum;
-    sum += counts[size_t(r)];
+    for (const optim::ShardPiece& p : layout.pieces(r))
+      std::memcpy(t.bytes.data() + p.begin * esize, packed.data() + (base + p.local) * esize,
+                  p.size() * esize);
+    base += counts[size_t(r)];
   }
-  GOSSAMER_CHECK(sum == s.total && before == s.offset,
-                 "optimizer state %s: rank slices cover %zu of %zu elements (offset %zu vs %zu)",
-                 s.name.c_str(), sum, s.total, s.offset, before);
-  comm.all_gather(s.data, t.bytes.data(), counts, wire_dtype(s.dtype)).wait();
   tensors_.push_back(std::move(t));
 }
 
@@ -184,29 +229,10 @@ void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, 
     }
     GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", path.c_str(),
                    s.name.c_str());
-    const size_t saved = size_t(reader.info(s.name).numel());
-    if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS) {
-      float* out = static_cast<float*>(s.data);
-      const size_t rows = s.numel ? saved / s.numel : 0;
-      GOSSAMER_CHECK(rows > 0 && rows * s.numel == saved,
-                     "%s: optimizer tensor %s holds %zu elements, not rows of %zu", path.c_str(),
-                     s.name.c_str(), saved, s.numel);
-      std::vector<float> all(saved);
-      reader.read_into(s.name, io::DType::DTYPE_F32, {int64_t(saved)}, all.data());
-      if (rows == size_t(world)) {  // the same world size: each rank its own row
-        std::memcpy(out, all.data() + size_t(rank) * s.numel, s.numel * sizeof(float));
-        continue;
-      }
-      std::fill(out, out + s.numel, 0.0f);  // another world size: their sum goes to rank 0
-      if (rank == 0)
-        for (size_t r = 0; r < rows; ++r)
-          for (size_t i = 0; i < s.numel; ++i) out[i] += all[r * s.numel + i];
-      continue;
-    }
-    const size_t esize = optim::state_dtype_size(s.dtype);
-    std::vector<uint8_t> whole(s.total * esize);
-    read_state_tensor(reader, s.name, s.dtype, s.total, whole.data());
-    std::memcpy(s.data, whole.data() + s.offset * esize, s.numel * esize);
+    if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS)
+      load_summed_rows(reader, s, rank, world);
+    else
+      load_sharded(reader, s);
   }
   optimizer.state_loaded();
 }

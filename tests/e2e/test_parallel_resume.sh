@@ -1,5 +1,5 @@
 # Checkpoints are world-size independent: a run saved at N ranks resumes at M ranks (2 -> 1,
-# 1 -> 4, 4 -> 2, across ZeRO stages) and continues the 1-rank reference run on the same
+# 1 -> 4, 4 -> 2, across ZeRO stages and bucket sizes, which decide the per-bucket shards) and continues the 1-rank reference run on the same
 # global batch: the same data windows (the loader position is global), the same losses and
 # parameters within fp32 summation tolerance. Resuming at the same world size and stage is
 # bit-identical to not stopping.
@@ -44,6 +44,10 @@ train_np r1to4 4 "${four[@]}" --set parallel.zero_stage=2 --resume "$WORK/ref/ch
 losses_match "1 -> 4 (single -> ZeRO-2)" "$WORK/r1to4"
 train_np r4to2 2 "${two[@]}" --set parallel.zero_stage=0 --resume "$WORK/np4/checkpoints/step_00000008"
 losses_match "4 -> 2 (ZeRO-1 -> replicated)" "$WORK/r4to2"
+# The shard layout follows the bucket size; the saved state does not depend on it.
+train_np r4to2b 2 "${two[@]}" --set parallel.zero_stage=1 --set parallel.bucket_mb=0.0123 \
+  --resume "$WORK/np4/checkpoints/step_00000008"
+losses_match "4 -> 2 (ZeRO-1, buckets of 1 MB -> 3075 elements)" "$WORK/r4to2b"
 grep -q "resumed from .*step_00000008 at step 8" "$WORK/r4to2.log" && pass "4 -> 2 resumed at step 8" || fail "4 -> 2 did not report its resume point"
 
 # The optimizer state a sharded run saves is the whole flat state.

@@ -14,6 +14,7 @@
 #include "optim/optimizer.h"
 #include "optim/registry.h"
 #include "optim/shard_layout.h"
+#include "optim/update_rule.h"
 #include "test_util.h"
 
 using namespace gossamer;
@@ -303,6 +304,7 @@ TEST(ShardLayout, PerBucketOwnedOnceBalancedAndPacked) {
               ASSERT_EQ(local_used[size_t(r)][local]++, 0) << what << ": local offset reused";
               ASSERT_EQ(s.owner(i), r) << what << ": owner(" << i << ")";
               ASSERT_EQ(s.local_offset(i), local) << what;
+              ASSERT_EQ(s.global_index(r, local), i) << what << ": global_index";
             }
           }
         }
@@ -324,6 +326,50 @@ TEST(ShardLayout, PerBucketOwnedOnceBalancedAndPacked) {
   }
   EXPECT_THROW(ShardLayout(10, 2, 0), gossamer::Error);
   EXPECT_THROW(ShardLayout(10, 2, 3).begin(0), gossamer::Error);
+  EXPECT_THROW(ShardLayout(10, 2, 3).global_index(0, 5), gossamer::Error);
+}
+
+// An owned shard's decay runs flag exactly the weight matrices among the owned elements, at
+// their local offsets, and its pieces are the layout's non-empty pieces.
+TEST(ShardLayout, OwnedRunsFlagWeightsAtTheirLocalOffsets) {
+  model::ParamLayout layout;  // 40 views of awkward sizes and alternating kinds
+  const model::ParamKind kinds[] = {
+      model::ParamKind::PARAM_KIND_WEIGHT, model::ParamKind::PARAM_KIND_BIAS,
+      model::ParamKind::PARAM_KIND_WEIGHT, model::ParamKind::PARAM_KIND_WEIGHT,
+      model::ParamKind::PARAM_KIND_NORM,   model::ParamKind::PARAM_KIND_EMBEDDING};
+  for (int i = 0; i < 40; ++i)
+    layout.add(strprintf("v%d", i), {int64_t(1 + (i * 37) % 101)}, kinds[i % 6]);
+  const size_t total = layout.total();
+  std::vector<char> is_weight(total, 0);
+  for (const model::ParamView& v : layout.views())
+    if (v.kind == model::ParamKind::PARAM_KIND_WEIGHT)
+      std::fill(is_weight.begin() + ptrdiff_t(v.offset),
+                is_weight.begin() + ptrdiff_t(v.offset + v.numel), 1);
+  for (int world : {1, 3, 4}) {
+    for (size_t bucket : {size_t(777), total / 3 + 1, total}) {
+      auto shards = std::make_shared<const optim::ShardLayout>(total, world, bucket);
+      for (int r = 0; r < world; ++r) {
+        const optim::OwnedShard own = optim::OwnedShard::of(shards, r);
+        ASSERT_EQ(own.size, shards->size(r));
+        std::vector<int> flag(own.size, -1);
+        size_t covered = 0;
+        for (const optim::OwnedRun& run : optim::owned_runs(layout, own)) {
+          for (size_t j = 0; j < run.n; ++j) {
+            ASSERT_EQ(flag[run.local + j], -1) << "local " << run.local + j << " in two runs";
+            flag[run.local + j] = run.decay;
+            ASSERT_EQ(own.global_index(run.local + j), run.begin + j);
+            ASSERT_EQ(bool(is_weight[run.begin + j]), run.decay) << "element " << run.begin + j;
+          }
+          covered += run.n;
+        }
+        EXPECT_EQ(covered, own.size) << world << " ranks, bucket " << bucket << ", rank " << r;
+      }
+    }
+  }
+  const optim::OwnedShard whole = optim::OwnedShard::whole(total);
+  EXPECT_TRUE(whole.replicated());
+  EXPECT_EQ(whole.size, total);
+  EXPECT_EQ(whole.global_index(total - 1), total - 1);
 }
 
 // ---- the optimizer seam ------------------------------------------------------------------

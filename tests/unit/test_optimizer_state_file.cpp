@@ -40,9 +40,9 @@ class StateOnly : public optim::Optimizer {
   size_t state_bytes() const override { return 0; }
   void state_loaded() override { ++loaded; }
   std::vector<StateTensor> state() override {
-    const StateTensor bf16{
-        "t.half",    optim::StateDType::STATE_DTYPE_BF16,   half.data(), half.size(), 0,
-        half.size(), optim::StateScope::STATE_SCOPE_SHARDED};
+    StateTensor bf16 =
+        StateTensor::replicated("t.half", reinterpret_cast<uint8_t*>(half.data()), half.size());
+    bf16.dtype = optim::StateDType::STATE_DTYPE_BF16;
     return {StateTensor::replicated("t.m", m.data(), m.size()),
             StateTensor::replicated("t.mask", mask.data(), mask.size()),
             StateTensor::replicated("t.blocks", blocks.data(), blocks.size()),
