@@ -28,6 +28,12 @@ struct AdamStep {
   // At most this many missed steps applied at once (values < 1 count as 1). Read by
   // adams_update_from_momentum only.
   int catch_up_max = 1;
+  // Read by adams_update_indexed only (SCAPE reading A, docs/SCAPE.md): the gradient g of a
+  // coordinate last updated a steps ago is the mass of a steps; age_normaliser puts g / a in the
+  // normaliser (the momentum still takes all of g), lazy_decay applies the a steps of weight
+  // decay at once ((1 - lr wd)^a).
+  bool age_normaliser = false;
+  bool lazy_decay = false;
 };
 
 }  // namespace gossamer::kernels

@@ -3,12 +3,14 @@
 # each rank's egress capped by scripts/emulate-network.sh, dense AdamW (ZeRO-1) against
 # SCAPE-99, and the median step time over the sparse steps with its exposed-communication
 # share. Needs root (network namespaces). Usage: scripts/study-slow-link.sh [RATE...]
-# (default: 200mbit 1gbit). Writes runs/study-slow-link/RATE-METHOD/ and prints a table.
+# (default: 200mbit 1gbit). GOSSAMER_BIN selects the binary (default build/bin/gossamer).
+# Writes runs/study-slow-link/RATE-METHOD/ and prints a table.
 set -euo pipefail
 source "$(dirname "$0")/launch-common.sh"
 cd "$(dirname "$0")/.."
 rates=("$@")
 [[ ${#rates[@]} -gt 0 ]] || rates=(200mbit 1gbit)
+bin="${GOSSAMER_BIN:-build/bin/gossamer}"
 out=runs/study-slow-link
 mkdir -p "$out"
 common=(-c configs/quickstart.json --set data.micro_batch=2 --set train.steps=40
@@ -27,7 +29,7 @@ for rate in "${rates[@]}"; do
     rm -rf "$dir"
     scripts/emulate-network.sh --rate "$rate" -- -np 4 -x OMP_NUM_THREADS=1 \
       -x GLIBC_TUNABLES="$LAUNCH_GLIBC_TUNABLES" \
-      build/bin/gossamer train "${common[@]}" "${args[@]}" --out "$dir" >"$dir.log" 2>&1 \
+      "$bin" train "${common[@]}" "${args[@]}" --out "$dir" >"$dir.log" 2>&1 \
       || { tail -n 20 "$dir.log"; exit 1; }
     row="$(node -e '
       const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((j) => "loss" in j && j.step > 15);

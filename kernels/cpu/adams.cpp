@@ -42,20 +42,28 @@ void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp) {
 }
 
 template <class T>
-void adams_update_indexed(T* param, const uint32_t* pidx, T* m, const uint32_t* idx, const T* g,
-                          const uint8_t* decay, size_t k, const AdamStep& hp) {
+void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
+                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp) {
   const AdamsConstants<T> c(hp);
   const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
+  const int64_t t = hp.t;
+  const bool age_normaliser = hp.age_normaliser, lazy_decay = hp.lazy_decay;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
     const size_t i = idx[j];
+    const int64_t a = last[i] < 0 ? 1 : std::max<int64_t>(1, t - int64_t(last[i]));
     const T gj = g[j];
+    const T gn = age_normaliser && a > 1 ? gj / T(a) : gj;
     const T prev = m[i] * inv_c;
-    const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gj * gj) + e;
+    const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gn * gn) + e;
     const T mi = b1 * m[i] + (T(1) - b1) * gj;
     m[i] = mi;
+    const T keep = !decay[i]                ? T(1)
+                   : !lazy_decay || a == 1 ? decay_factor
+                                           : static_cast<T>(std::pow(double(decay_factor), double(a)));
     T& p = param[pidx[j]];
-    p = p * (decay[i] ? decay_factor : T(1)) - step * (mi * inv_c) / den;
+    p = p * keep - step * (mi * inv_c) / den;
+    last[i] = float(t);
   }
 }
 
@@ -96,10 +104,12 @@ template void adams_update_from_momentum<double>(double*, const uint32_t*, doubl
                                                  const uint32_t*, const double*, const uint8_t*,
                                                  size_t, const AdamStep&);
 
-template void adams_update_indexed<float>(float*, const uint32_t*, float*, const uint32_t*,
-                                          const float*, const uint8_t*, size_t, const AdamStep&);
-template void adams_update_indexed<double>(double*, const uint32_t*, double*, const uint32_t*,
-                                           const double*, const uint8_t*, size_t, const AdamStep&);
+template void adams_update_indexed<float>(float*, const uint32_t*, float*, float*,
+                                          const uint32_t*, const float*, const uint8_t*, size_t,
+                                          const AdamStep&);
+template void adams_update_indexed<double>(double*, const uint32_t*, double*, float*,
+                                           const uint32_t*, const double*, const uint8_t*, size_t,
+                                           const AdamStep&);
 
 template void adams_update<float>(float*, const float*, float*, size_t, const AdamStep&);
 template void adams_update<double>(double*, const double*, double*, size_t, const AdamStep&);

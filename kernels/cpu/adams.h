@@ -27,10 +27,15 @@ namespace gossamer::kernels::cpu {
 // AdamS on k coordinates only: coordinate j is param[pidx[j]] with state m[idx[j]] and
 // gradient g[j] (a compact buffer); weight decay where decay[idx[j]] != 0. The parameters are
 // the flat buffer and the state the owner's packed buffers, hence two index lists (equal when
-// the state covers the whole space). The same arithmetic as adams_update.
+// the state covers the whole space). last[i] is the step of coordinate i's previous update
+// (negative: unknown, counted as the previous step) and becomes t; its age is
+// a = max(1, t - last[i]). With hp.age_normaliser the normaliser sees g / a instead of g:
+//   den = sqrt(beta2 (m/c)^2 + (1 - beta2) (g/a)^2) + eps
+// and with hp.lazy_decay the decay factor is (1 - lr wd)^a. Both off: the arithmetic of
+// adams_update.
 template <class T>
-void adams_update_indexed(T* param, const uint32_t* pidx, T* m, const uint32_t* idx, const T* g,
-                          const uint8_t* decay, size_t k, const AdamStep& hp);
+void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
+                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu
 

@@ -5,11 +5,13 @@
 #include "optim/scape.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "optim/selection_report.h"
 #include "optim/sync_common.h"
 #include "optim/update_rule.h"
 
@@ -68,6 +70,7 @@ Scape::Scape(const OptimizerSetup& setup)
     : ShardedOptimizer(setup,
                        /*sharded=*/setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
       sc_(setup.config.scape),
+      layout_(setup.layout),
       sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
       code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
       density_(1.0 - sc_.sparsity),
@@ -87,8 +90,10 @@ Scape::Scape(const OptimizerSetup& setup)
                    "optimizer.scape.reading: \"B\" needs parallel.zero_stage 1 at world size > 1 "
                    "(each owner scores its mask from its own local momentum)");
     local_m_ = HostBuffer<float>(total_);
-    last_.assign(owned, 0.0f);
   }
+  // Reading A starts "unknown" (-1: counted as updated the step before) so that a checkpoint
+  // written before it kept update steps still loads; its dense first step sets every entry.
+  last_.assign(owned, reading_b_ ? 0.0f : -1.0f);
   decay_.assign(owned, 0);
   for (const OwnedRun& r : owned_runs(setup.layout, own_))
     if (r.decay)
@@ -238,6 +243,13 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[G[i]]);
   }
+  if (sc_.mask_age_bonus > 0) {  // exploration: long-unselected coordinates score higher
+    const float k = float(sc_.mask_age_bonus), now = float(t);
+    const float* last = last_.data();
+    float* sc = scores.data();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < owned; ++i) sc[i] *= 1.0f + k * std::max(0.0f, now - last[i]);
+  }
   next_own_ = top_k_indices({scores.data(), owned}, k_of(rank_));
   MaskEncoding enc = MaskEncoding::INDICES;
   if (sc_.mask_encoding == MaskWire::MASK_WIRE_BITMAP) {
@@ -290,7 +302,8 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
   Reduced r;
   r.local_sq = local_sq;
   const int64_t before = comm_.stats().bytes_sent();
-  r.finite = std::isfinite(reading_b_ ? r.local_sq : ops_.sum_squares(a, P));
+  r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(a, P);
+  r.finite = std::isfinite(reading_b_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
     // One reduce-scatter per bucket, into this rank's part of g (out of place when the payload
     // is the residual; in place when a == g), then this rank's parts packed.
@@ -311,7 +324,6 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
     r.values = g;
   }
   r.n = own_.size;
-  if (use_residual_) std::fill(a, a + P, 0.0f);
   r.bytes = comm_.stats().bytes_sent() - before;
   return r;
 }
@@ -326,11 +338,8 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
   const uint32_t* I = cur_mask_.data();
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < K; ++j) c[j] = a[I[j]];
-  r.finite = std::isfinite(reading_b_ ? r.local_sq : ops_.sum_squares(c, K));
-  if (use_residual_) {
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < K; ++j) a[I[j]] = 0.0f;
-  }
+  r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(c, K);
+  r.finite = std::isfinite(reading_b_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
     for (int q = 0; q < rank_; ++q) r.offset += cur_counts_[size_t(q)];
     r.n = cur_counts_[size_t(rank_)];
@@ -344,22 +353,58 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
   return r;
 }
 
-// The gradient norm, and clipping of the reduced values by it. Reading A clips by the norm of
-// the synchronised values (all of them on a dense step); reading B has clipped each rank's
-// gradient already and reports the root mean square of the ranks' local gradient norms. The
-// residual's squared norm rides along in the same all-reduce.
-double Scape::clip(Reduced& r, double* residual_sq) {
+// The gradient norm, and clipping of the reduced values by it (r.clip: the factor applied).
+// Reading A clips by the norm of the synchronised values (all of them on a dense step); reading
+// B has clipped each rank's gradient already and reports the root mean square of the ranks'
+// local gradient norms. extra[] (telemetry sums) rides along in the same all-reduce.
+double Scape::clip(Reduced& r, std::span<float> extra) {
   const double seg_sq = reading_b_ ? 0.0 : ops_.sum_squares(r.values, r.n);
-  float sums[2] = {float(reading_b_ ? r.local_sq
-                         : sharded_ ? seg_sq
-                                    : 0.0),
-                   use_residual_ ? float(ops_.sum_squares(residual_.data(), total_)) : 0.0f};
+  std::vector<float> sums = {float(reading_b_ ? r.local_sq
+                                   : sharded_ ? seg_sq
+                                              : 0.0)};
+  sums.insert(sums.end(), extra.begin(), extra.end());
   sum_over_ranks(control_, sums);
-  *residual_sq = double(sums[1]);
+  std::copy(sums.begin() + 1, sums.end(), extra.begin());
   if (reading_b_) return std::sqrt(double(sums[0]) / world_);
   const double norm = std::sqrt(sharded_ ? double(sums[0]) : seg_sq);
+  if (cfg_.grad_clip > 0) r.clip = std::min(1.0, cfg_.grad_clip / (norm + 1e-6));
   clip_to_norm(ops_, r.values, r.n, norm, cfg_.grad_clip);
   return norm;
+}
+
+// What this rank sent leaves its residual: all of it, or all but the clipped share
+// (optimizer.scape.residual_keeps_clipped). Dense steps sent everything.
+void Scape::settle_residual(const Reduced& r, bool dense) {
+  if (!use_residual_) return;
+  const float keep = sc_.residual_keeps_clipped && r.clip < 1.0 ? float(1.0 - r.clip) : 0.0f;
+  float* e = residual_.data();
+  if (dense) {
+    if (keep == 0.0f)
+      std::fill(e, e + total_, 0.0f);
+    else
+      ops_.scale(e, keep, total_);
+    return;
+  }
+  const uint32_t* I = cur_mask_.data();
+  const size_t K = cur_mask_.size();
+#pragma omp parallel for schedule(static)
+  for (size_t j = 0; j < K; ++j) e[I[j]] = keep == 0.0f ? 0.0f : keep * e[I[j]];
+}
+
+// This rank's share of the update-age telemetry before step t: coordinates updated since the
+// dense warm-up, the sum of the ages (t - 1 - last update) of those with a known last update,
+// and how many those are.
+std::array<float, 3> Scape::age_sums(int64_t t) const {
+  const float warm = float(sc_.dense_warmup_steps), now = float(t - 1);
+  const float* last = last_.data();
+  double covered = 0, age = 0, known = 0;
+  const size_t n = last_.size();
+#pragma omp parallel for schedule(static) reduction(+ : covered, age, known)
+  for (size_t i = 0; i < n; ++i) {
+    covered += last[i] > warm ? 1.0 : 0.0;
+    if (last[i] >= 0) age += double(now - last[i]), known += 1.0;
+  }
+  return {float(covered), float(age), float(known)};
 }
 
 // ---- the update and the distribution of the updated values --------------------------------
@@ -376,19 +421,23 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
     idx = local.data();
   }
   float* p = params_.data();
-  const kernels::AdamStep step = {.lr = float(ctx.lr),
-                                  .beta1 = float(cfg_.beta1),
-                                  .beta2 = float(cfg_.beta2),
-                                  .eps = float(cfg_.eps),
-                                  .weight_decay = float(cfg_.weight_decay),
-                                  .t = ctx.t,
-                                  .code_form = code_form_,
-                                  .catch_up_max = int(sc_.catch_up_max)};
+  const kernels::AdamStep step = {
+      .lr = float(ctx.lr),
+      .beta1 = float(cfg_.beta1),
+      .beta2 = float(cfg_.beta2),
+      .eps = float(cfg_.eps),
+      .weight_decay = float(cfg_.weight_decay),
+      .t = ctx.t,
+      .code_form = code_form_,
+      .catch_up_max = int(sc_.catch_up_max),
+      .age_normaliser = sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_AGE,
+      .lazy_decay = sc_.lazy_weight_decay};
   if (reading_b_)  // r.values: the momentum itself, exact at the selected coordinates
     ops_.adams_update_from_momentum(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(),
                                     r.n, step);
   else
-    ops_.adams_update_indexed(p, pidx, m_.data(), idx, r.values, decay_.data(), r.n, step);
+    ops_.adams_update_indexed(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(), r.n,
+                              step);
 }
 
 // Every replica receives the updated values; returns the bytes this rank sent for it.
@@ -439,9 +488,17 @@ StepResult Scape::step(const StepContext& ctx) {
   Reduced r = dense ? reduce_dense(a, local_sq) : reduce_sparse(a, local_sq);
 
   agree_gradients_finite(control_, r.finite, t);
-  double residual_sq = 0;
+  // Telemetry summed over ranks with the norm: the residual that stays (what was not sent),
+  // and the update ages.
+  const double unsent_sq =
+      use_residual_ && !dense
+          ? std::max(0.0, ops_.sum_squares(residual_.data(), total_) - r.sent_sq)
+          : 0.0;
+  const std::array<float, 3> ages = age_sums(t);
+  std::array<float, 4> extra = {float(unsent_sq), ages[0], ages[1], ages[2]};
   StepResult result;
-  result.grad_norm = clip(r, &residual_sq);
+  result.grad_norm = clip(r, extra);
+  settle_residual(r, dense);
   update_selected(r, dense, ctx);
   const int64_t param_bytes = distribute_params(r, dense);
   select_next_mask(t, scores);
@@ -461,9 +518,13 @@ StepResult Scape::step(const StepContext& ctx) {
       {"mask_bytes", mask_issue_bytes_},
       {"mask_wait_s", mask_wait_s},
   };
-  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(residual_sq)});
+  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(double(extra[0]))});
+  metrics_.push_back({"coverage", double(extra[1]) / double(total_)});
+  if (extra[3] > 0) metrics_.push_back({"mean_age", double(extra[2]) / double(extra[3])});
   if (!std::isnan(jac)) metrics_.push_back({"mask_jaccard", jac});
   if (!std::isnan(mask_exchange_s)) metrics_.push_back({"mask_exchange_s", mask_exchange_s});
+  if (!dense && sc_.log_selection_by_tensor)
+    for (auto& f : selection_by_tensor(layout_, cur_mask_)) metrics_.push_back(std::move(f));
   return result;
 }
 
@@ -478,10 +539,11 @@ std::vector<StateTensor> Scape::state() {
                                 StateTensor::replicated("scape.has_next_mask", &has_mask_, 1)};
   if (use_residual_)
     s.push_back(StateTensor::summed_rows("scape.residual", residual_.data(), total_));
-  if (reading_b_) {  // the ranks' local momenta matter only through their sum
+  if (reading_b_)  // the ranks' local momenta matter only through their sum
     s.push_back(StateTensor::summed_rows("scape.local_momentum", local_m_.data(), total_));
-    s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));
-  }
+  // Reading A kept no update steps before the age options: such files load with "unknown".
+  s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));
+  s.back().optional = !reading_b_;
   return s;
 }
 

@@ -17,7 +17,9 @@
 // step t was computed from m after step t-1.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <memory>
 #include <vector>
 
@@ -66,13 +68,17 @@ class Scape final : public ShardedOptimizer {
     size_t n = 0, offset = 0;
     bool finite = true;
     double local_sq = 0;  // reading B: this rank's squared gradient norm
+    double sent_sq = 0;   // reading A: squared norm of what this rank sent
+    double clip = 1.0;    // the clipping factor applied to the values
     int64_t bytes = 0;
   };
   double take_mask(bool have_mask, double* exchange_s);
   float* payload(double* local_sq);
   Reduced reduce_dense(float* payload, double local_sq);
   Reduced reduce_sparse(float* payload, double local_sq);
-  double clip(Reduced& r, double* residual_sq);
+  double clip(Reduced& r, std::span<float> extra);
+  void settle_residual(const Reduced& r, bool dense);
+  std::array<float, 3> age_sums(int64_t t) const;
   void update_selected(const Reduced& r, bool dense, const StepContext& ctx);
   int64_t distribute_params(const Reduced& r, bool dense);
   void select_next_mask(int64_t t, std::vector<float>& scores);
@@ -83,6 +89,7 @@ class Scape final : public ShardedOptimizer {
   float* accumulate_local_momentum(const float* g, double* local_sq);
 
   ScapeConfig sc_;
+  model::ParamLayout layout_;  // the tensors, for optimizer.scape.log_selection_by_tensor
   bool sharded_;  // zero_stage 1 with more than one rank
   bool code_form_;
   double density_;
@@ -91,7 +98,7 @@ class Scape final : public ShardedOptimizer {
   HostBuffer<float> m_;               // momentum of the owned slice (packed)
   HostBuffer<float> residual_;        // e_r, the whole flat space (reading A with residual)
   HostBuffer<float> local_m_;         // u_r, the whole flat space (reading B)
-  std::vector<float> last_;           // reading B: step of each owned coordinate's last update
+  std::vector<float> last_;  // step of each owned coordinate's last update (-1: unknown)
   std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate

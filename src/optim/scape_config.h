@@ -15,6 +15,7 @@ namespace gossamer::optim {
 enum class ScapeReading { SCAPE_READING_A, SCAPE_READING_B };
 enum class MaskScore { MASK_SCORE_MOMENTUM, MASK_SCORE_MOMENTUM_RESIDUAL, MASK_SCORE_GRADIENT };
 enum class MaskWire { MASK_WIRE_AUTO, MASK_WIRE_INDICES, MASK_WIRE_BITMAP };
+enum class ScapeNormaliser { SCAPE_NORMALISER_STEP, SCAPE_NORMALISER_AGE };
 
 struct ScapeConfig {
   double sparsity = 0.99;
@@ -25,6 +26,11 @@ struct ScapeConfig {
   bool residual = true;
   ScapeReading reading = ScapeReading::SCAPE_READING_A;
   int64_t catch_up_max = 1;
+  ScapeNormaliser normaliser = ScapeNormaliser::SCAPE_NORMALISER_STEP;
+  bool lazy_weight_decay = false;
+  bool residual_keeps_clipped = false;
+  double mask_age_bonus = 0;
+  bool log_selection_by_tensor = false;
 
   template <class V>
   void visit(V& v) {
@@ -48,6 +54,23 @@ struct ScapeConfig {
     v("catch_up_max", catch_up_max,
       "reading B: a coordinate updated after a steps moves min(a, N) AdamS steps at once (1: one "
       "step per update)");
+    v("normaliser", normaliser,
+      "reading A: step: AdamS's normaliser sees the synchronised value as one gradient (the "
+      "specified reading); age: it sees the value divided by the steps since the coordinate's "
+      "last update, so an accumulated residual moves the coordinate in proportion to its mass "
+      "(ours; docs/SCAPE.md)");
+    v("lazy_weight_decay", lazy_weight_decay,
+      "reading A: a coordinate selected after a steps decays by (1 - lr wd)^a, the decay it "
+      "missed (false: one step's decay, only when selected)");
+    v("residual_keeps_clipped", residual_keeps_clipped,
+      "reading A: when clipping scales the synchronised values by c < 1, each rank keeps the "
+      "clipped share (1 - c) of what it sent in its residual instead of dropping it");
+    v("mask_age_bonus", mask_age_bonus,
+      "k >= 0: the mask score is multiplied by 1 + k * (steps since the coordinate's last "
+      "update), so long-unselected coordinates are explored (0: off)");
+    v("log_selection_by_tensor", log_selection_by_tensor,
+      "log, on every sparse step, the fraction of each tensor the mask selected "
+      "(optim.selected_fraction.<tensor> in metrics.jsonl; a diagnostic)");
   }
   // Throws gossamer::Error naming the key (prefixed by `path`, e.g. "optimizer.scape.").
   void validate(const std::string& path) const;
@@ -67,6 +90,12 @@ struct EnumNames<optim::MaskScore> {
       {optim::MaskScore::MASK_SCORE_MOMENTUM, "momentum"},
       {optim::MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL, "momentum_residual"},
       {optim::MaskScore::MASK_SCORE_GRADIENT, "gradient"}};
+};
+template <>
+struct EnumNames<optim::ScapeNormaliser> {
+  static constexpr std::pair<optim::ScapeNormaliser, std::string_view> values[] = {
+      {optim::ScapeNormaliser::SCAPE_NORMALISER_STEP, "step"},
+      {optim::ScapeNormaliser::SCAPE_NORMALISER_AGE, "age"}};
 };
 template <>
 struct EnumNames<optim::MaskWire> {

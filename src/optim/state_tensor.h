@@ -47,6 +47,9 @@ struct StateTensor {
   // SHARDED and not whole: the layout whose pieces of `rank` this tensor packs.
   std::shared_ptr<const ShardLayout> layout;
   int rank = 0;
+  // A tensor added after files were written without it: a file lacking it leaves the values
+  // the optimizer initialised (it must say in state_loaded() what that means).
+  bool optional = false;
 
   template <class T>
   static constexpr StateDType dtype_of() {
@@ -63,7 +66,7 @@ struct StateTensor {
   static StateTensor sharded(std::string name, T* data, const OwnedShard& own) {
     return {std::move(name), dtype_of<T>(), data,
             own.size,        own.total,     StateScope::STATE_SCOPE_SHARDED,
-            own.layout,      own.rank};
+            own.layout,      own.rank,      false};
   }
   // The same whole tensor on every rank.
   template <class T>
@@ -75,7 +78,8 @@ struct StateTensor {
             numel,
             StateScope::STATE_SCOPE_SHARDED,
             nullptr,
-            0};
+            0,
+            false};
   }
   template <class T>
   static StateTensor per_rank(std::string name, T* data, size_t numel) {
@@ -86,7 +90,8 @@ struct StateTensor {
             0,
             StateScope::STATE_SCOPE_PER_RANK,
             nullptr,
-            0};
+            0,
+            false};
   }
   static StateTensor summed_rows(std::string name, float* data, size_t numel) {
     return {std::move(name),
@@ -96,7 +101,8 @@ struct StateTensor {
             0,
             StateScope::STATE_SCOPE_SUMMED_ROWS,
             nullptr,
-            0};
+            0,
+            false};
   }
   size_t bytes() const { return numel * state_dtype_size(dtype); }
 };

@@ -227,6 +227,7 @@ void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, 
       read_state_tensor(reader, name, s.dtype, s.numel, s.data);
       continue;
     }
+    if (s.optional && !reader.contains(s.name)) continue;  // written before it existed
     GOSSAMER_CHECK(reader.contains(s.name), "%s: missing optimizer tensor %s", path.c_str(),
                    s.name.c_str());
     if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS)

@@ -19,6 +19,7 @@
 #include "optim/optimizer.h"
 #include "optim/registry.h"
 #include "optim/scape.h"
+#include "optim/selection_report.h"
 #include "optim/sparse_mask.h"
 
 using namespace gossamer;
@@ -151,6 +152,23 @@ void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance) {
 
 }  // namespace
 
+// The per-tensor report counts mask entries inside each tensor, whatever the mask's order.
+TEST(SparseMask, SelectionByTensorCountsEntriesPerTensor) {
+  model::ParamLayout l;
+  l.add("a", {4}, model::ParamKind::PARAM_KIND_WEIGHT);     // [0, 4)
+  l.add("b", {2, 3}, model::ParamKind::PARAM_KIND_WEIGHT);  // [4, 10)
+  l.add("c", {5}, model::ParamKind::PARAM_KIND_BIAS);       // [10, 15)
+  const std::vector<uint32_t> mask = {12, 3, 4, 9, 0, 5};   // rank by rank: not sorted
+  const auto f = optim::selection_by_tensor(l, mask);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].first, "selected_fraction.a");
+  EXPECT_DOUBLE_EQ(f[0].second, 2.0 / 4);
+  EXPECT_DOUBLE_EQ(f[1].second, 3.0 / 6);
+  EXPECT_DOUBLE_EQ(f[2].second, 1.0 / 5);
+  const std::vector<uint32_t> outside = {15};
+  EXPECT_THROW(optim::selection_by_tensor(l, outside), Error);
+}
+
 TEST(Scape, SparsityZeroIsDenseAdamS) {
   expect_sparsity_zero_is_adams(ScapeReading::SCAPE_READING_A, 1e-6f);
 }
@@ -215,7 +233,121 @@ TEST(Scape, ResidualKeepsWhatIsNotSentAndClearsWhatIs) {
   std::vector<float> p2 = p;
   auto s2 = f.make(p2);
   for (const auto& t : s2->state()) EXPECT_NE(t.name, "scape.residual");
-  EXPECT_EQ(s2->state_bytes(), f.layout.total() * sizeof(float));
+  EXPECT_EQ(s2->state_bytes(), 2 * f.layout.total() * sizeof(float));  // m and update steps
+}
+
+// The indexed AdamS kernel on four coordinates, against the formulas written out in double:
+// one updated the step before (a = 1), one unselected for a = 4 steps, one of unknown age
+// (-1: counted as a = 1), one without weight decay; with and without the age normaliser and
+// lazy decay. Parameters are addressed by flat index, state by local index.
+TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
+  const kernels::OpTable& ops = kernels::cpu_ops();
+  const double lr = 0.01, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1;
+  const int64_t t = 10;
+  const double c = 1 - std::pow(b1, double(t));
+  for (bool aged : {false, true}) {
+    std::vector<float> param = {9, 1.0f, 9, -2.0f, 0.5f, 9, 3.0f};  // flat; 9: untouched
+    const std::vector<uint32_t> pidx = {1, 3, 4, 6};
+    std::vector<float> m = {0.2f, -0.1f, 0.05f, 0.0f};  // local state
+    std::vector<float> last = {9.0f, 6.0f, -1.0f, 2.0f};
+    const std::vector<uint32_t> idx = {0, 1, 2, 3};
+    const std::vector<float> g = {0.3f, -0.8f, 0.1f, 1.2f};
+    const std::vector<uint8_t> decay = {1, 1, 1, 0};
+    const std::vector<float> p0 = param, m0 = m;
+    ops.adams_update_indexed(param.data(), pidx.data(), m.data(), last.data(), idx.data(), g.data(),
+                             decay.data(), 4,
+                             {.lr = float(lr),
+                              .beta1 = float(b1),
+                              .beta2 = float(b2),
+                              .eps = float(eps),
+                              .weight_decay = float(wd),
+                              .t = t,
+                              .age_normaliser = aged,
+                              .lazy_decay = aged});
+    const int ages[] = {1, 4, 1, 8};
+    for (size_t j = 0; j < 4; ++j) {
+      const double a = ages[j], gj = g[j], gn = aged ? gj / a : gj;
+      const double prev = m0[j] / c;
+      const double den = std::sqrt(b2 * prev * prev + (1 - b2) * gn * gn) + eps;
+      const double mj = b1 * m0[j] + (1 - b1) * gj;
+      const double keep = decay[j] ? std::pow(1 - lr * wd, aged ? a : 1.0) : 1.0;
+      const double want = p0[pidx[j]] * keep - lr * (mj / c) / den;
+      EXPECT_NEAR(param[pidx[j]], want, 1e-6) << "coordinate " << j << (aged ? " aged" : "");
+      EXPECT_NEAR(m[j], mj, 1e-7);
+      EXPECT_EQ(last[j], float(t));
+    }
+    for (size_t i : {0, 2, 5}) EXPECT_EQ(param[i], 9.0f);
+  }
+  // The age normaliser lets an accumulated residual move its coordinate in proportion: a
+  // coordinate fed g for a = 4 steps at once moves about 4x one step's move (from m = 0, the
+  // step is lr g / sqrt(1 - b2) (g/a)... divided by the bias factor).
+  std::vector<float> p1 = {0.0f}, mm = {0.0f}, l1 = {6.0f};
+  const std::vector<uint32_t> zero = {0};
+  const std::vector<float> mass = {4 * 0.5f};
+  const std::vector<uint8_t> no_decay = {0};
+  ops.adams_update_indexed(p1.data(), zero.data(), mm.data(), l1.data(), zero.data(), mass.data(),
+                           no_decay.data(), 1,
+                           {.lr = 1.0f,
+                            .beta1 = 0.9f,
+                            .beta2 = 0.95f,
+                            .eps = 0.0f,
+                            .weight_decay = 0.0f,
+                            .t = 10,
+                            .code_form = false,
+                            .age_normaliser = true});
+  EXPECT_NEAR(p1[0], -(0.1 * 2.0) / (std::sqrt(0.05) * 0.5), 1e-5);  // 4x the one-step move
+}
+
+// With residual_keeps_clipped, a clipped sparse step leaves (1 - c) of what was sent in the
+// residual at the mask; without it the mask's entries are cleared. Coverage and mean update
+// age are logged.
+TEST(Scape, ClippedShareStaysInTheResidualAndAgesAreLogged) {
+  for (bool keep : {false, true}) {
+    Fixture f;
+    f.cfg.grad_clip = 0.05;  // always clips these gradients
+    f.cfg.scape.dense_warmup_steps = 1;
+    f.cfg.scape.residual_keeps_clipped = keep;
+    std::vector<float> p = random_vector(f.layout.total(), 4);
+    auto s = f.make(p);
+    auto residual = [&] {
+      for (const auto& t : s->state())
+        if (t.name == "scape.residual") return as_floats(t);
+      return std::vector<float>{};
+    };
+    s.step(random_vector(f.layout.total(), 5), 1, 1e-2);  // dense, clipped: keeps (1 - c1) g1
+    std::vector<double> a(p.size());
+    const std::vector<float> r1 = residual(), g2 = random_vector(f.layout.total(), 6);
+    for (size_t i = 0; i < p.size(); ++i) a[i] = double(r1[i]) + g2[i];
+    s.step(g2, 2, 1e-2);
+    double sent_sq = 0;
+    for (uint32_t i : s->last_mask()) sent_sq += a[i] * a[i];
+    const double clip = 0.05 / (std::sqrt(sent_sq) + 1e-6);
+    ASSERT_LT(clip, 1.0);
+    const std::vector<float> r = residual();
+    std::vector<bool> sent(p.size(), false);
+    for (uint32_t i : s->last_mask()) sent[i] = true;
+    size_t wrong = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double want = !sent[i] ? a[i] : keep ? (1 - clip) * a[i] : 0.0;
+      wrong += std::fabs(r[i] - want) > 1e-5 * (1 + std::fabs(want));
+    }
+    EXPECT_EQ(wrong, 0u) << (keep ? "keeping" : "dropping") << " the clipped share";
+    double coverage = -1, mean_age = -1;
+    for (const auto& [k, v] : s->step_metrics()) {
+      if (k == "coverage") coverage = v;
+      if (k == "mean_age") mean_age = v;
+    }
+    EXPECT_EQ(coverage, 0.0);  // before step 2 nothing was updated after the warm-up
+    EXPECT_EQ(mean_age, 0.0);  // everything was updated at step 1
+    s.step(random_vector(f.layout.total(), 7), 3, 1e-2);
+    for (const auto& [k, v] : s->step_metrics()) {
+      if (k == "coverage") coverage = v;
+      if (k == "mean_age") mean_age = v;
+    }
+    const double frac = double(s->last_mask().size()) / double(p.size());
+    EXPECT_NEAR(coverage, frac, 0.011);  // step 2's mask: ~10%, before step 3
+    EXPECT_NEAR(mean_age, 1.0 - frac, 0.011);  // unselected at step 2: age 1; selected: 0
+  }
 }
 
 TEST(Scape, StateRoundTripContinuesIdentically) {
