@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # How SCAPE's per-shard top-k spreads its budget over the tensors (issue 12, part 1;
 # docs/RESULTS.md): the study model with SCAPE-99 on the same global batch at 1 rank (the global
-# top-k), at 4 ranks with per-bucket shards (the default) and at 4 ranks with one contiguous
-# slice per rank (parallel.bucket_mb larger than the model: the layout of the first versions).
+# top-k), at 4 ranks with shards per block of 64 KB (the default optimizer.scape.shard_block_kb)
+# and of 4 MB, and at 4 ranks with one contiguous slice per rank (a block larger than the
+# model: the layout of the first versions).
 # Every sparse step logs the fraction of each tensor the mask selected
 # (optimizer.scape.log_selection_by_tensor); the table compares the 4-rank fractions with the
 # 1-rank ones, averaged over the last 10 steps.
@@ -31,8 +32,9 @@ run() {  # NAME NP ARGS...
   fi || { tail -n 20 "$out/$name.log"; exit 1; }
 }
 run np1 1
-run np4-per-bucket 4
-run np4-contiguous 4 --set parallel.bucket_mb=100000
+run np4-blocks-64KB 4
+run np4-blocks-4MB 4 --set optimizer.scape.shard_block_kb=4000
+run np4-contiguous 4 --set optimizer.scape.shard_block_kb=1e9
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), configs/study-model.json, SCAPE-99, $steps steps ($((steps / 2)) dense), fractions averaged over the last 10 steps"
 node - "$out" <<'EOF'
 const fs = require("fs");
@@ -57,7 +59,7 @@ const sizes = {};
 for (const [k, v] of Object.entries(header)) if (v.shape) sizes[k] = v.shape.reduce((a, b) => a * b, 1);
 console.log("| layout (4 ranks) | tensors within 5% of 1 rank | median abs. rel. diff | worst tensor (4 ranks / 1 rank) | blocks' share of the budget (1 rank) | (4 ranks) |");
 console.log("|---|---|---|---|---|---|");
-for (const name of ["np4-per-bucket", "np4-contiguous"]) {
+for (const name of ["np4-blocks-64KB", "np4-blocks-4MB", "np4-contiguous"]) {
   const f = fractions(name);
   const rel = [], worst = {r: 0};
   let blocks4 = 0, blocks1 = 0, all4 = 0, all1 = 0;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/timer.h"
 #include "optim/selection_report.h"
 #include "optim/sync_common.h"
@@ -35,6 +36,11 @@ void ScapeConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(catch_up_max == 1 || reading == ScapeReading::SCAPE_READING_B,
                  "%scatch_up_max: only reading \"B\" catches up (found %lld with reading \"A\")",
                  p.c_str(), (long long)catch_up_max);
+  GOSSAMER_CHECK(shard_block_kb > 0 && shard_block_kb * 256 >= 1,
+                 "%sshard_block_kb: must be at least 1/256 (one fp32 value), found %g", p.c_str(),
+                 shard_block_kb);
+  GOSSAMER_CHECK(mask_age_bonus >= 0, "%smask_age_bonus: must be >= 0, found %g", p.c_str(),
+                 mask_age_bonus);
   GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
                      mask_score != MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL,
                  "%smask_score: \"momentum_residual\" scores reading A's residual; reading B "
@@ -68,7 +74,8 @@ void global_to_local(const std::vector<ShardPiece>& pieces, const uint32_t* idx,
 
 Scape::Scape(const OptimizerSetup& setup)
     : ShardedOptimizer(setup,
-                       /*sharded=*/setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
+                       /*sharded=*/setup.parallel.zero_stage >= 1 && setup.comm.size() > 1,
+                       size_t(setup.config.scape.shard_block_kb * 1000 / sizeof(float))),
       sc_(setup.config.scape),
       layout_(setup.layout),
       sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
@@ -102,8 +109,13 @@ Scape::Scape(const OptimizerSetup& setup)
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
   own_global_ = all_owned_;
   local_to_global(own_.pieces, own_global_.data(), owned);
-  if (sharded_)
+  if (sharded_) {
     for (int q = 0; q < world_; ++q) rank_pieces_.push_back(shards_->pieces(q));
+    pack_ = HostBuffer<float>(total_);
+    log_info("scape: shards: every block of %zu values split over %d ranks (%zu blocks; "
+             "optimizer.scape.shard_block_kb = %g)",
+             shards_->bucket_size(), world_, shards_->num_buckets(), sc_.shard_block_kb);
+  }
   mask_flags_.assign(owned, 0);
   cur_counts_.assign(size_t(world_), 0);
 }
@@ -269,6 +281,37 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
 
 // ---- the payload and its reduction --------------------------------------------------------
 
+size_t Scape::rank_base(int rank) const {
+  size_t base = 0;
+  for (int q = 0; q < rank; ++q) base += shards_->size(q);
+  return base;
+}
+
+// flat -> every rank's pieces packed, rank after rank (the order of a reduce-scatter's counts).
+void Scape::pack_rank_major(const float* flat, float* out) const {
+  size_t base = 0;
+  for (int q = 0; q < world_; ++q) {
+    const std::vector<ShardPiece>& pieces = rank_pieces_[size_t(q)];
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < pieces.size(); ++j)
+      std::memcpy(out + base + pieces[j].local, flat + pieces[j].begin,
+                  pieces[j].size() * sizeof(float));
+    base += shards_->size(q);
+  }
+}
+
+void Scape::unpack_rank_major(const float* in, float* flat) const {
+  size_t base = 0;
+  for (int q = 0; q < world_; ++q) {
+    const std::vector<ShardPiece>& pieces = rank_pieces_[size_t(q)];
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < pieces.size(); ++j)
+      std::memcpy(flat + pieces[j].begin, in + base + pieces[j].local,
+                  pieces[j].size() * sizeof(float));
+    base += shards_->size(q);
+  }
+}
+
 float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
   // Each rank clips its own gradient (DGC's local clipping: there is no dense global gradient to
   // take the norm of); the gradients arrive scaled by 1/ranks, so the rank's own norm is ranks
@@ -305,18 +348,13 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
   r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(a, P);
   r.finite = std::isfinite(reading_b_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
-    // One reduce-scatter per bucket, into this rank's part of g (out of place when the payload
-    // is the residual; in place when a == g), then this rank's parts packed.
-    std::vector<comm::Work> work;
-    for (size_t b = 0; b < shards_->num_buckets(); ++b) {
-      const size_t B = shards_->bucket_begin(b);
-      work.push_back(comm_.reduce_scatter(a + B, g + shards_->piece(rank_, b).begin,
-                                          shards_->bucket_counts(b), DType::F32, ReduceOp::SUM));
-    }
-    for (comm::Work& w : work) w.wait();
+    // The payload rank by rank (each rank's pieces packed), then one reduce-scatter: this
+    // rank's summed pieces, packed.
+    pack_rank_major(a, pack_.data());
     compact_.resize(own_.size);
-    for (const ShardPiece& p : own_.pieces)
-      std::memcpy(compact_.data() + p.local, g + p.begin, p.size() * sizeof(float));
+    comm_
+        .reduce_scatter(pack_.data(), compact_.data(), shards_->counts(), DType::F32, ReduceOp::SUM)
+        .wait();
     r.values = compact_.data();
   } else {
     if (a != g) std::memcpy(g, a, P * sizeof(float));
@@ -359,9 +397,7 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
 // local gradient norms. extra[] (telemetry sums) rides along in the same all-reduce.
 double Scape::clip(Reduced& r, std::span<float> extra) {
   const double seg_sq = reading_b_ ? 0.0 : ops_.sum_squares(r.values, r.n);
-  std::vector<float> sums = {float(reading_b_ ? r.local_sq
-                                   : sharded_ ? seg_sq
-                                              : 0.0)};
+  std::vector<float> sums = {float(reading_b_ ? r.local_sq : sharded_ ? seg_sq : 0.0)};
   sums.insert(sums.end(), extra.begin(), extra.end());
   sum_over_ranks(control_, sums);
   std::copy(sums.begin() + 1, sums.end(), extra.begin());
@@ -444,8 +480,12 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
 int64_t Scape::distribute_params(const Reduced& r, bool dense) {
   if (!sharded_) return 0;
   const int64_t before = comm_.stats().bytes_sent();
-  if (dense) {
-    all_gather_shards(comm_, params_, *shards_, rank_);
+  if (dense) {  // this rank's pieces packed at its place, one all-gather, every piece back
+    float* mine = pack_.data() + rank_base(rank_);
+    for (const ShardPiece& p : own_.pieces)
+      std::memcpy(mine + p.local, params_.data() + p.begin, p.size() * sizeof(float));
+    comm_.all_gather(mine, pack_.data(), shards_->counts(), DType::F32).wait();
+    unpack_rank_major(pack_.data(), params_.data());
   } else {
     float* c = compact_.data();
     const uint32_t* I = cur_mask_.data();

@@ -1,14 +1,14 @@
 // SCAPE: sparse communication on top of AdamS (arXiv 2607.01678; our readings A and B in
 // docs/SCAPE.md; config section optimizer.scape).
-// Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns S_r, a 1/N slice of every bucket of
-// the flat space (ShardLayout), keeps AdamS's momentum m for it, and at the end of step t
-// selects the exact top-k_r of S_r by the mask score (k_r = ceil((1 - sparsity) |S_r|)). That mask
-// shard is all-gathered asynchronously, overlapping step t+1's forward and backward (the one-step
-// delay), and is used by step t+1: every rank adds its local gradient to its error-feedback
-// residual e_r (reading A) or its local momentum (reading B), packs it at the mask into one
-// compact buffer (rank by rank), and the compact buffers are reduce-scattered (owner r receives
-// its k_r summed values); the owner applies AdamS to its selected coordinates only (weight decay
-// included; the others keep their value and momentum), and the updated values are
+// Sharded like ZeRO-1 (parallel.zero_stage 1): rank r owns S_r, a 1/N slice of every block of
+// optimizer.scape.shard_block_kb of the flat space (ShardLayout), keeps AdamS's momentum m for it,
+// and at the end of step t selects the exact top-k_r of S_r by the mask score (k_r = ceil((1 -
+// sparsity) |S_r|)). That mask shard is all-gathered asynchronously, overlapping step t+1's forward
+// and backward (the one-step delay), and is used by step t+1: every rank adds its local gradient to
+// its error-feedback residual e_r (reading A) or its local momentum (reading B), packs it at the
+// mask into one compact buffer (rank by rank), and the compact buffers are reduce-scattered (owner
+// r receives its k_r summed values); the owner applies AdamS to its selected coordinates only
+// (weight decay included; the others keep their value and momentum), and the updated values are
 // all-gathered sparsely and scattered into every replica. Dense steps (warm-up, periodic
 // refresh) are the same with the mask "everything". zero_stage 0 keeps m replicated: every
 // rank computes the same full mask, the compact buffer is all-reduced, and no parameter
@@ -19,8 +19,8 @@
 
 #include <array>
 #include <cstdint>
-#include <span>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -78,6 +78,9 @@ class Scape final : public ShardedOptimizer {
   Reduced reduce_sparse(float* payload, double local_sq);
   double clip(Reduced& r, std::span<float> extra);
   void settle_residual(const Reduced& r, bool dense);
+  size_t rank_base(int rank) const;  // offset of rank's pieces in a rank-major buffer
+  void pack_rank_major(const float* flat, float* out) const;
+  void unpack_rank_major(const float* in, float* flat) const;
   std::array<float, 3> age_sums(int64_t t) const;
   void update_selected(const Reduced& r, bool dense, const StepContext& ctx);
   int64_t distribute_params(const Reduced& r, bool dense);
@@ -90,7 +93,7 @@ class Scape final : public ShardedOptimizer {
 
   ScapeConfig sc_;
   model::ParamLayout layout_;  // the tensors, for optimizer.scape.log_selection_by_tensor
-  bool sharded_;  // zero_stage 1 with more than one rank
+  bool sharded_;               // zero_stage 1 with more than one rank
   bool code_form_;
   double density_;
   bool reading_b_;                    // optimizer.scape.reading "B"
@@ -98,13 +101,14 @@ class Scape final : public ShardedOptimizer {
   HostBuffer<float> m_;               // momentum of the owned slice (packed)
   HostBuffer<float> residual_;        // e_r, the whole flat space (reading A with residual)
   HostBuffer<float> local_m_;         // u_r, the whole flat space (reading B)
-  std::vector<float> last_;  // step of each owned coordinate's last update (-1: unknown)
+  std::vector<float> last_;           // step of each owned coordinate's last update (-1: unknown)
   std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
-  std::vector<float> compact_;      // gradient values at the mask, then parameter values
-  std::vector<uint32_t> cur_mask_;  // flat indices, rank by rank
+  HostBuffer<float> pack_;      // sharded: a flat buffer rank by rank, for the dense collectives
+  std::vector<float> compact_;  // gradient values at the mask, then parameter values
+  std::vector<uint32_t> cur_mask_;                  // flat indices, rank by rank
   std::vector<uint32_t> cur_packed_, prev_packed_;  // the same as rank base + local (sorted)
   std::vector<size_t> cur_counts_;                  // per rank, entries of cur_mask_
   std::vector<uint32_t> next_own_;                  // local, for the next step

@@ -31,6 +31,7 @@ struct ScapeConfig {
   bool residual_keeps_clipped = false;
   double mask_age_bonus = 0;
   bool log_selection_by_tensor = false;
+  double shard_block_kb = 64;
 
   template <class V>
   void visit(V& v) {
@@ -68,6 +69,10 @@ struct ScapeConfig {
     v("mask_age_bonus", mask_age_bonus,
       "k >= 0: the mask score is multiplied by 1 + k * (steps since the coordinate's last "
       "update), so long-unselected coordinates are explored (0: off)");
+    v("shard_block_kb", shard_block_kb,
+      "the shards: every block of this many KB (fp32) of the flat space is split over the "
+      "ranks, so each rank's top-k covers every tensor alike; small blocks make it match the "
+      "top-k of one rank (docs/RESULTS.md); SCAPE's collectives do not depend on it");
     v("log_selection_by_tensor", log_selection_by_tensor,
       "log, on every sparse step, the fraction of each tensor the mask selected "
       "(optim.selected_fraction.<tensor> in metrics.jsonl; a diagnostic)");

@@ -41,7 +41,9 @@ bool change_is_harmless_on_resume(const std::string& key) {
       "train.out_dir", "data.val", "data.tokenizer",
       // The per-rank share of the global batch (at another world size); the global batch itself
       // is compared on its own.
-      "data.micro_batch", "train.global_batch_tokens"};
+      "data.micro_batch", "train.global_batch_tokens",
+      // SCAPE's shard blocks split the space over the ranks, like the world size; telemetry.
+      "optimizer.scape.shard_block_kb", "optimizer.scape.log_selection_by_tensor"};
   return std::find(std::begin(kHarmless), std::end(kHarmless), key) != std::end(kHarmless);
 }
 

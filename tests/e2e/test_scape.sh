@@ -1,8 +1,8 @@
 # SCAPE across ranks (ZeRO-1 sharded per bucket and replicated momentum): replicas
 # bit-identical after every step (parallel.check_replicas_every = 1), bytes per collective equal
 # the analytic formulas (compact reduce-scatter, sparse parameter all-gather, mask all-gather in
-# the smaller encoding; also with buckets of 3075 elements), sparsity 0 equals dense AdamS under ZeRO-1, resuming mid-run at the same
-# world size is bit-identical and a checkpoint loads at other world sizes and bucket sizes
+# the smaller encoding; also with shard blocks of 3075 elements), sparsity 0 equals dense AdamS under ZeRO-1, resuming mid-run at the same
+# world size is bit-identical and a checkpoint loads at other world sizes and block sizes
 # (masks, momentum and residuals included).
 source "$(dirname "$0")/lib.sh"
 require_data
@@ -20,9 +20,10 @@ run() {  # NAME NP ARGS...
     && pass "$name: trained, replicas identical at every step" || { tail -n 20 "$WORK/$name.log"; fail "$name: failed"; }
 }
 
-# Analytic bytes of rank 0 on a sparse step (step 8), from the parameter count and the bucket
-# size (rank r owns floor(n (r+1) / N) - floor(n r / N) of every bucket of n elements).
-bytes_check() {  # NAME NP SPARSITY SHARDED [BUCKET_ELEMENTS]
+# Analytic bytes of rank 0 on a sparse step (step 8), from the parameter count and the shard
+# block (rank r owns floor(n (r+1) / N) - floor(n r / N) of every block of n elements; the
+# default optimizer.scape.shard_block_kb, 64, is 16000 elements).
+bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS]
   node -e '
     const file = process.argv[1];
     const [np, s, sharded, P, bucket] = process.argv.slice(2).map(Number);
@@ -46,7 +47,7 @@ bytes_check() {  # NAME NP SPARSITY SHARDED [BUCKET_ELEMENTS]
     const got = {selected: o.selected, grad: o.grad_bytes, param: o.param_bytes, mask: o.mask_bytes};
     const ok = Object.keys(want).every((key) => want[key] === got[key]) && o.dense === 0;
     console.log(JSON.stringify({got, want})); process.exit(ok ? 0 : 1);' \
-    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" "${5:-1000000}" >"$WORK/cmp" \
+    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" "${5:-16000}" >"$WORK/cmp" \
     && pass "$1: bytes = analytic $(cat "$WORK/cmp")" || fail "$1: bytes $(cat "$WORK/cmp")"
 }
 
@@ -58,9 +59,9 @@ node -e '
   const ok = lines.every((j) => j.optim.mask_exchange_s >= 0 && j.optim.mask_wait_s >= 0 && j.optim.mask_wait_s <= j.time_s.total);
   process.exit(ok && lines.length === 8 ? 0 : 1);' "$WORK/s90-np2-z1/metrics.jsonl" \
   && pass "s90-np2-z1: mask exchange duration and exposed wait logged on every sparse step" || fail "mask timing telemetry missing"
-# Small buckets (3075 elements): every rank owns ~1,000 pieces, none aligned with a tensor.
+# Small blocks (3075 elements): every rank owns ~1,000 pieces, none aligned with a tensor.
 run s99-np4-z1 4 --set data.micro_batch=1 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 \
-  --set parallel.bucket_mb=0.0123
+  --set optimizer.scape.shard_block_kb=12.3
 bytes_check s99-np4-z1 4 0.99 1 3075
 run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0
 bytes_check s99-np2-z0 2 0.99 0
@@ -80,10 +81,10 @@ cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/model.safetensors" "$WORK/s90
   && cmp -s "$WORK/s90-np2-z1/checkpoints/step_00000012/optimizer.safetensors" "$WORK/s90-np2-r6/checkpoints/step_00000012/optimizer.safetensors" \
   && pass "resume at step 6, 2 ranks: bit-identical to the uninterrupted run" || fail "resume at the same world size differs"
 step7() { node -e 'const j = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((x) => x.step === Number(process.argv[2]) && "loss" in x)[0]; console.log(j.loss)' "$1" "$2"; }
-for target in "1 4 4" "4 1 0.0123"; do  # ranks, micro-batch, bucket MB (the saved run: 4)
-  read -r np mb bucket <<<"$target"
+for target in "1 4 64" "4 1 12.3"; do  # ranks, micro-batch, shard block KB (the saved run: 64)
+  read -r np mb block <<<"$target"
   run "s90-2to$np" "$np" --set data.micro_batch=$mb --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 \
-    --set parallel.bucket_mb=$bucket --resume "$WORK/s90-np2-z1/checkpoints/step_00000006"
+    --set optimizer.scape.shard_block_kb=$block --resume "$WORK/s90-np2-z1/checkpoints/step_00000006"
   a="$(step7 "$WORK/s90-np2-z1/metrics.jsonl" 7)"; b="$(step7 "$WORK/s90-2to$np/metrics.jsonl" 7)"
   node -e "process.exit(Math.abs($a - $b) <= 1e-5 * Math.abs($a) ? 0 : 1)" && pass "2 -> $np: step 7 loss $b (uninterrupted $a)" || fail "2 -> $np: step 7 loss $b vs $a"
   a="$(step7 "$WORK/s90-np2-z1/metrics.jsonl" 12)"; b="$(step7 "$WORK/s90-2to$np/metrics.jsonl" 12)"
