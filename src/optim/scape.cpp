@@ -39,6 +39,11 @@ void ScapeConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(shard_block_kb > 0 && shard_block_kb * 256 >= 1,
                  "%sshard_block_kb: must be at least 1/256 (one fp32 value), found %g", p.c_str(),
                  shard_block_kb);
+  GOSSAMER_CHECK(sparsity_ramp_steps >= 0, "%ssparsity_ramp_steps: must be >= 0, found %lld",
+                 p.c_str(), (long long)sparsity_ramp_steps);
+  GOSSAMER_CHECK(ramp_start_sparsity >= 0 && ramp_start_sparsity < 1,
+                 "%sramp_start_sparsity: must lie in [0, 1), found %g", p.c_str(),
+                 ramp_start_sparsity);
   GOSSAMER_CHECK(mask_age_bonus >= 0, "%smask_age_bonus: must be >= 0, found %g", p.c_str(),
                  mask_age_bonus);
   GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
@@ -81,6 +86,7 @@ Scape::Scape(const OptimizerSetup& setup)
       sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
       code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
       density_(1.0 - sc_.sparsity),
+      mask_density_(density_),
       reading_b_(sc_.reading == ScapeReading::SCAPE_READING_B),
       use_residual_(!reading_b_ && sc_.residual) {
   GOSSAMER_CHECK(setup.parallel.zero_stage <= 1,
@@ -129,7 +135,17 @@ Scape::~Scape() {
 
 size_t Scape::k_of(int rank) const {
   const size_t n = sharded_ ? shards_->size(rank) : total_;
-  return std::min(n, size_t(std::ceil(density_ * double(n))));
+  return std::min(n, size_t(std::ceil(mask_density_ * double(n))));
+}
+
+double Scape::density_at(int64_t t) const {
+  const double start = 1.0 - sc_.ramp_start_sparsity;
+  if (sc_.sparsity_ramp_steps <= 0 || start <= density_) return density_;
+  // Geometric in density from `start` at the first sparse step to density_ R steps later.
+  const double s = std::clamp(double(t - sc_.dense_warmup_steps - 1) /
+                                  double(sc_.sparsity_ramp_steps),
+                              0.0, 1.0);
+  return std::max(density_, std::pow(start, 1.0 - s) * std::pow(density_, s));
 }
 
 bool Scape::dense_step(int64_t t) const {
@@ -231,6 +247,7 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
     next_own_.clear();
     return;
   }
+  mask_density_ = density_at(t + 1);
   const size_t owned = own_.size;
   const uint32_t* G = own_global_.data();  // flat index of each owned coordinate
   if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM) {

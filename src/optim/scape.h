@@ -58,7 +58,10 @@ class Scape final : public ShardedOptimizer {
   // This rank's selection for the next step (local to its packed slice, sorted).
   const std::vector<uint32_t>& next_mask_shard() const { return next_own_; }
   const OwnedShard& owned_shard() const { return own_; }
+  // Coordinates rank selects for the mask being prepared (the next step's).
   size_t k_of(int rank) const;
+  // The density of step t's mask (the sparsity ramp; 1 - sparsity without one).
+  double density_at(int64_t t) const;
 
  private:
   // What the reduction left on this rank: its summed values, one per selected owned
@@ -95,7 +98,8 @@ class Scape final : public ShardedOptimizer {
   model::ParamLayout layout_;  // the tensors, for optimizer.scape.log_selection_by_tensor
   bool sharded_;               // zero_stage 1 with more than one rank
   bool code_form_;
-  double density_;
+  double density_;       // 1 - sparsity, the target
+  double mask_density_;  // of the mask being prepared (the ramp's value for the next step)
   bool reading_b_;                    // optimizer.scape.reading "B"
   bool use_residual_;                 // reading A with optimizer.scape.residual
   HostBuffer<float> m_;               // momentum of the owned slice (packed)

@@ -32,6 +32,8 @@ struct ScapeConfig {
   double mask_age_bonus = 0;
   bool log_selection_by_tensor = false;
   double shard_block_kb = 64;
+  int64_t sparsity_ramp_steps = 0;
+  double ramp_start_sparsity = 0.75;
 
   template <class V>
   void visit(V& v) {
@@ -69,6 +71,11 @@ struct ScapeConfig {
     v("mask_age_bonus", mask_age_bonus,
       "k >= 0: the mask score is multiplied by 1 + k * (steps since the coordinate's last "
       "update), so long-unselected coordinates are explored (0: off)");
+    v("sparsity_ramp_steps", sparsity_ramp_steps,
+      "after the dense warm-up, the sparsity rises from ramp_start_sparsity to sparsity "
+      "geometrically in density over this many steps, as DGC ramps 75% -> 99.9% (0: it jumps)");
+    v("ramp_start_sparsity", ramp_start_sparsity,
+      "the sparsity of the first sparse step when sparsity_ramp_steps > 0");
     v("shard_block_kb", shard_block_kb,
       "the shards: every block of this many KB (fp32) of the flat space is split over the "
       "ranks, so each rank's top-k covers every tensor alike; small blocks make it match the "

@@ -350,6 +350,27 @@ TEST(Scape, ClippedShareStaysInTheResidualAndAgesAreLogged) {
   }
 }
 
+// The sparsity ramp: after the warm-up the mask of step t selects ceil(d(t) P) coordinates,
+// d falling geometrically from 1 - ramp_start_sparsity to 1 - sparsity over the ramp.
+TEST(Scape, SparsityRampsGeometricallyAfterTheWarmUp) {
+  Fixture f;
+  f.cfg.scape.dense_warmup_steps = 2;
+  f.cfg.scape.sparsity_ramp_steps = 4;
+  f.cfg.scape.ramp_start_sparsity = 0.75;
+  f.cfg.scape.sparsity = 0.99;
+  std::vector<float> p = random_vector(f.layout.total(), 4);
+  auto s = f.make(p);
+  const double P = double(p.size());
+  for (int64_t t = 1; t <= 9; ++t) {
+    s.step(random_vector(f.layout.total(), uint64_t(10 + t)), t, 1e-2);
+    if (t <= 2) continue;
+    // d(3) = 0.25, then x (0.01 / 0.25)^(1/4) per step, d(7) onwards = 0.01.
+    const double d = t >= 7 ? 0.01 : 0.25 * std::pow(0.04, double(t - 3) / 4.0);
+    EXPECT_NEAR(s->density_at(t), d, 1e-12) << t;
+    EXPECT_EQ(s->last_mask().size(), size_t(std::ceil(d * P))) << "step " << t;
+  }
+}
+
 TEST(Scape, StateRoundTripContinuesIdentically) {
   Fixture f;
   std::vector<float> pa = random_vector(f.layout.total(), 8);
