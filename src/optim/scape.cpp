@@ -118,9 +118,10 @@ Scape::Scape(const OptimizerSetup& setup)
   if (sharded_) {
     for (int q = 0; q < world_; ++q) rank_pieces_.push_back(shards_->pieces(q));
     pack_ = HostBuffer<float>(total_);
-    log_info("scape: shards: every block of %zu values split over %d ranks (%zu blocks; "
-             "optimizer.scape.shard_block_kb = %g)",
-             shards_->bucket_size(), world_, shards_->num_buckets(), sc_.shard_block_kb);
+    log_info(
+        "scape: shards: every block of %zu values split over %d ranks (%zu blocks; "
+        "optimizer.scape.shard_block_kb = %g)",
+        shards_->bucket_size(), world_, shards_->num_buckets(), sc_.shard_block_kb);
   }
   mask_flags_.assign(owned, 0);
   cur_counts_.assign(size_t(world_), 0);
@@ -142,9 +143,8 @@ double Scape::density_at(int64_t t) const {
   const double start = 1.0 - sc_.ramp_start_sparsity;
   if (sc_.sparsity_ramp_steps <= 0 || start <= density_) return density_;
   // Geometric in density from `start` at the first sparse step to density_ R steps later.
-  const double s = std::clamp(double(t - sc_.dense_warmup_steps - 1) /
-                                  double(sc_.sparsity_ramp_steps),
-                              0.0, 1.0);
+  const double s = std::clamp(
+      double(t - sc_.dense_warmup_steps - 1) / double(sc_.sparsity_ramp_steps), 0.0, 1.0);
   return std::max(density_, std::pow(start, 1.0 - s) * std::pow(density_, s));
 }
 
@@ -528,10 +528,10 @@ StepResult Scape::step(const StepContext& ctx) {
     launch_mask_exchange(MaskEncoding::BITMAP);
   }
   const bool have_mask = mask_in_flight_ || mask_ready_;
-  const bool dense = dense_step(t) || !have_mask;
-  double mask_exchange_s = 0;
-  const double mask_wait_s = take_mask(have_mask, &mask_exchange_s);
-  if (dense) cur_mask_.clear();
+  StepFigures fig;
+  fig.dense = dense_step(t) || !have_mask;
+  fig.mask_wait_s = take_mask(have_mask, &fig.mask_exchange_s);
+  if (fig.dense) cur_mask_.clear();
 
   // The gradient score is taken from the residual-corrected gradient before it is sent.
   std::vector<float> scores;
@@ -542,47 +542,52 @@ StepResult Scape::step(const StepContext& ctx) {
     scores.resize(own_.size);
     for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[own_global_[i]]);
   }
-  Reduced r = dense ? reduce_dense(a, local_sq) : reduce_sparse(a, local_sq);
+  Reduced r = fig.dense ? reduce_dense(a, local_sq) : reduce_sparse(a, local_sq);
 
   agree_gradients_finite(control_, r.finite, t);
   // Telemetry summed over ranks with the norm: the residual that stays (what was not sent),
   // and the update ages.
   const double unsent_sq =
-      use_residual_ && !dense
+      use_residual_ && !fig.dense
           ? std::max(0.0, ops_.sum_squares(residual_.data(), total_) - r.sent_sq)
           : 0.0;
   const std::array<float, 3> ages = age_sums(t);
-  std::array<float, 4> extra = {float(unsent_sq), ages[0], ages[1], ages[2]};
+  fig.sums = {float(unsent_sq), ages[0], ages[1], ages[2]};
   StepResult result;
-  result.grad_norm = clip(r, extra);
-  settle_residual(r, dense);
-  update_selected(r, dense, ctx);
-  const int64_t param_bytes = distribute_params(r, dense);
+  result.grad_norm = clip(r, fig.sums);
+  settle_residual(r, fig.dense);
+  update_selected(r, fig.dense, ctx);
+  fig.param_bytes = distribute_params(r, fig.dense);
   select_next_mask(t, scores);
+  fig.grad_bytes = r.bytes;
+  fig.bytes_sent = comm_.stats().since(before).bytes_sent();
+  record_metrics(fig);
+  return result;
+}
 
+void Scape::record_metrics(const StepFigures& fig) {
   double jac = std::nan("");
-  if (!dense) {
+  if (!fig.dense) {
     if (!prev_packed_.empty()) jac = jaccard(cur_packed_, prev_packed_);
     prev_packed_ = cur_packed_;
   }
-  const comm::CommStats delta = comm_.stats().since(before);
   metrics_ = {
-      {"dense", dense ? 1.0 : 0.0},
-      {"selected", double(dense ? total_ : cur_mask_.size())},
-      {"grad_bytes", double(r.bytes)},
-      {"param_bytes", double(param_bytes)},
-      {"critical_bytes", double(delta.bytes_sent()) - mask_issue_bytes_},
+      {"dense", fig.dense ? 1.0 : 0.0},
+      {"selected", double(fig.dense ? total_ : cur_mask_.size())},
+      {"grad_bytes", double(fig.grad_bytes)},
+      {"param_bytes", double(fig.param_bytes)},
+      {"critical_bytes", double(fig.bytes_sent) - mask_issue_bytes_},
       {"mask_bytes", mask_issue_bytes_},
-      {"mask_wait_s", mask_wait_s},
+      {"mask_wait_s", fig.mask_wait_s},
   };
-  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(double(extra[0]))});
-  metrics_.push_back({"coverage", double(extra[1]) / double(total_)});
-  if (extra[3] > 0) metrics_.push_back({"mean_age", double(extra[2]) / double(extra[3])});
+  if (use_residual_) metrics_.push_back({"residual_norm", std::sqrt(double(fig.sums[0]))});
+  metrics_.push_back({"coverage", double(fig.sums[1]) / double(total_)});
+  if (fig.sums[3] > 0) metrics_.push_back({"mean_age", double(fig.sums[2]) / double(fig.sums[3])});
   if (!std::isnan(jac)) metrics_.push_back({"mask_jaccard", jac});
-  if (!std::isnan(mask_exchange_s)) metrics_.push_back({"mask_exchange_s", mask_exchange_s});
-  if (!dense && sc_.log_selection_by_tensor)
+  if (!std::isnan(fig.mask_exchange_s))
+    metrics_.push_back({"mask_exchange_s", fig.mask_exchange_s});
+  if (!fig.dense && sc_.log_selection_by_tensor)
     for (auto& f : selection_by_tensor(layout_, cur_mask_)) metrics_.push_back(std::move(f));
-  return result;
 }
 
 // ---- checkpoint state ---------------------------------------------------------------------

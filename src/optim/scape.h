@@ -75,6 +75,14 @@ class Scape final : public ShardedOptimizer {
     double clip = 1.0;    // the clipping factor applied to the values
     int64_t bytes = 0;
   };
+  // What one step measured, for metrics.jsonl.
+  struct StepFigures {
+    bool dense = false;
+    double mask_wait_s = 0, mask_exchange_s = 0;
+    int64_t grad_bytes = 0, param_bytes = 0, bytes_sent = 0;
+    std::array<float, 4> sums{};  // over ranks: unsent residual^2, covered, age sum, known
+  };
+  void record_metrics(const StepFigures& fig);
   double take_mask(bool have_mask, double* exchange_s);
   float* payload(double* local_sq);
   Reduced reduce_dense(float* payload, double local_sq);
@@ -98,15 +106,15 @@ class Scape final : public ShardedOptimizer {
   model::ParamLayout layout_;  // the tensors, for optimizer.scape.log_selection_by_tensor
   bool sharded_;               // zero_stage 1 with more than one rank
   bool code_form_;
-  double density_;       // 1 - sparsity, the target
-  double mask_density_;  // of the mask being prepared (the ramp's value for the next step)
-  bool reading_b_;                    // optimizer.scape.reading "B"
-  bool use_residual_;                 // reading A with optimizer.scape.residual
-  HostBuffer<float> m_;               // momentum of the owned slice (packed)
-  HostBuffer<float> residual_;        // e_r, the whole flat space (reading A with residual)
-  HostBuffer<float> local_m_;         // u_r, the whole flat space (reading B)
-  std::vector<float> last_;           // step of each owned coordinate's last update (-1: unknown)
-  std::vector<uint8_t> decay_;        // per owned coordinate: weight decay applies
+  double density_;              // 1 - sparsity, the target
+  double mask_density_;         // of the mask being prepared (the ramp's value for the next step)
+  bool reading_b_;              // optimizer.scape.reading "B"
+  bool use_residual_;           // reading A with optimizer.scape.residual
+  HostBuffer<float> m_;         // momentum of the owned slice (packed)
+  HostBuffer<float> residual_;  // e_r, the whole flat space (reading A with residual)
+  HostBuffer<float> local_m_;   // u_r, the whole flat space (reading B)
+  std::vector<float> last_;     // step of each owned coordinate's last update (-1: unknown)
+  std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
