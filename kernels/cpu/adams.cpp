@@ -43,7 +43,7 @@ void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp) {
 
 template <class T>
 void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
-                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp) {
+                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp, T* dir) {
   const AdamsConstants<T> c(hp);
   const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
   const int64_t t = hp.t;
@@ -58,11 +58,14 @@ void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, con
     const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gn * gn) + e;
     const T mi = b1 * m[i] + (T(1) - b1) * gj;
     m[i] = mi;
-    const T keep = !decay[i]                ? T(1)
-                   : !lazy_decay || a == 1 ? decay_factor
-                                           : static_cast<T>(std::pow(double(decay_factor), double(a)));
+    const T keep = !decay[i] ? T(1)
+                   : !lazy_decay || a == 1
+                       ? decay_factor
+                       : static_cast<T>(std::pow(double(decay_factor), double(a)));
+    const T d = (mi * inv_c) / den;
     T& p = param[pidx[j]];
-    p = p * keep - step * (mi * inv_c) / den;
+    p = p * keep - step * d;
+    if (dir) dir[pidx[j]] = d;
     last[i] = float(t);
   }
 }
@@ -104,12 +107,12 @@ template void adams_update_from_momentum<double>(double*, const uint32_t*, doubl
                                                  const uint32_t*, const double*, const uint8_t*,
                                                  size_t, const AdamStep&);
 
-template void adams_update_indexed<float>(float*, const uint32_t*, float*, float*,
-                                          const uint32_t*, const float*, const uint8_t*, size_t,
-                                          const AdamStep&);
+template void adams_update_indexed<float>(float*, const uint32_t*, float*, float*, const uint32_t*,
+                                          const float*, const uint8_t*, size_t, const AdamStep&,
+                                          float*);
 template void adams_update_indexed<double>(double*, const uint32_t*, double*, float*,
                                            const uint32_t*, const double*, const uint8_t*, size_t,
-                                           const AdamStep&);
+                                           const AdamStep&, double*);
 
 template void adams_update<float>(float*, const float*, float*, size_t, const AdamStep&);
 template void adams_update<double>(double*, const double*, double*, size_t, const AdamStep&);

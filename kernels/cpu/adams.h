@@ -32,10 +32,11 @@ namespace gossamer::kernels::cpu {
 // a = max(1, t - last[i]). With hp.age_normaliser the normaliser sees g / a instead of g:
 //   den = sqrt(beta2 (m/c)^2 + (1 - beta2) (g/a)^2) + eps
 // and with hp.lazy_decay the decay factor is (1 - lr wd)^a. Both off: the arithmetic of
-// adams_update.
+// adams_update. When dir is not null, dir[pidx[j]] receives the step per unit of lr,
+// (m/c) / den (SCAPE's stale momentum).
 template <class T>
 void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
-                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp);
+                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp, T* dir);
 
 }  // namespace gossamer::kernels::cpu
 

@@ -44,6 +44,9 @@ void ScapeConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(ramp_start_sparsity >= 0 && ramp_start_sparsity < 1,
                  "%sramp_start_sparsity: must lie in [0, 1), found %g", p.c_str(),
                  ramp_start_sparsity);
+  GOSSAMER_CHECK(!stale_momentum || reading == ScapeReading::SCAPE_READING_A,
+                 "%sstale_momentum: reading A only (reading B catches up with catch_up_max)",
+                 p.c_str());
   GOSSAMER_CHECK(mask_age_bonus >= 0, "%smask_age_bonus: must be >= 0, found %g", p.c_str(),
                  mask_age_bonus);
   GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
@@ -107,6 +110,10 @@ Scape::Scape(const OptimizerSetup& setup)
   // Reading A starts "unknown" (-1: counted as updated the step before) so that a checkpoint
   // written before it kept update steps still loads; its dense first step sets every entry.
   last_.assign(owned, reading_b_ ? 0.0f : -1.0f);
+  if (sc_.stale_momentum) {
+    stale_dir_ = HostBuffer<float>(total_);
+    selected_flag_.assign(total_, 0);
+  }
   decay_.assign(owned, 0);
   for (const OwnedRun& r : owned_runs(setup.layout, own_))
     if (r.decay)
@@ -490,30 +497,52 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
                                     r.n, step);
   else
     ops_.adams_update_indexed(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(), r.n,
-                              step);
+                              step, sc_.stale_momentum ? stale_dir_.data() : nullptr);
 }
 
 // Every replica receives the updated values; returns the bytes this rank sent for it.
 int64_t Scape::distribute_params(const Reduced& r, bool dense) {
   if (!sharded_) return 0;
   const int64_t before = comm_.stats().bytes_sent();
+  distribute(params_.data(), r, dense);
+  if (sc_.stale_momentum) distribute(stale_dir_.data(), r, dense);
+  return comm_.stats().bytes_sent() - before;
+}
+
+// The owners' values of a flat buffer at what they updated (all they own on a dense step, their
+// part of the mask otherwise) to every rank.
+void Scape::distribute(float* flat, const Reduced& r, bool dense) {
   if (dense) {  // this rank's pieces packed at its place, one all-gather, every piece back
     float* mine = pack_.data() + rank_base(rank_);
     for (const ShardPiece& p : own_.pieces)
-      std::memcpy(mine + p.local, params_.data() + p.begin, p.size() * sizeof(float));
+      std::memcpy(mine + p.local, flat + p.begin, p.size() * sizeof(float));
     comm_.all_gather(mine, pack_.data(), shards_->counts(), DType::F32).wait();
-    unpack_rank_major(pack_.data(), params_.data());
-  } else {
-    float* c = compact_.data();
-    const uint32_t* I = cur_mask_.data();
-    float* p = params_.data();
-    for (size_t j = 0; j < r.n; ++j) c[r.offset + j] = p[I[r.offset + j]];
-    comm_.all_gather(c + r.offset, c, cur_counts_, DType::F32).wait();
-    const size_t K = cur_mask_.size();
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < K; ++j) p[I[j]] = c[j];
+    unpack_rank_major(pack_.data(), flat);
+    return;
   }
-  return comm_.stats().bytes_sent() - before;
+  float* c = compact_.data();
+  const uint32_t* I = cur_mask_.data();
+  for (size_t j = 0; j < r.n; ++j) c[r.offset + j] = flat[I[r.offset + j]];
+  comm_.all_gather(c + r.offset, c, cur_counts_, DType::F32).wait();
+  const size_t K = cur_mask_.size();
+#pragma omp parallel for schedule(static)
+  for (size_t j = 0; j < K; ++j) flat[I[j]] = c[j];
+}
+
+// optimizer.scape.stale_momentum: every coordinate this sparse step did not select moves by
+// lr times its last step. Every rank does the same arithmetic on its replica.
+void Scape::apply_stale_moves(double lr, bool dense) {
+  if (!sc_.stale_momentum || dense) return;
+  const uint32_t* I = cur_mask_.data();
+  const size_t K = cur_mask_.size(), P = total_;
+  uint8_t* sel = selected_flag_.data();
+  for (size_t j = 0; j < K; ++j) sel[I[j]] = 1;
+  float* p = params_.data();
+  const float* d = stale_dir_.data();
+  const float step = float(lr);
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < P; ++i) p[i] -= sel[i] ? 0.0f : step * d[i];
+  for (size_t j = 0; j < K; ++j) sel[I[j]] = 0;
 }
 
 // ---- one step -----------------------------------------------------------------------------
@@ -558,6 +587,7 @@ StepResult Scape::step(const StepContext& ctx) {
   settle_residual(r, fig.dense);
   update_selected(r, fig.dense, ctx);
   fig.param_bytes = distribute_params(r, fig.dense);
+  apply_stale_moves(ctx.lr, fig.dense);
   select_next_mask(t, scores);
   fig.grad_bytes = r.bytes;
   fig.bytes_sent = comm_.stats().since(before).bytes_sent();
@@ -606,6 +636,10 @@ std::vector<StateTensor> Scape::state() {
   // Reading A kept no update steps before the age options: such files load with "unknown".
   s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));
   s.back().optional = !reading_b_;
+  if (sc_.stale_momentum) {  // the same on every rank; a file without it: no stale moves yet
+    s.push_back(StateTensor::replicated("scape.stale_step", stale_dir_.data(), total_));
+    s.back().optional = true;
+  }
   return s;
 }
 
@@ -624,7 +658,8 @@ void Scape::state_loaded() {
 }
 
 size_t Scape::state_bytes() const {
-  return (m_.size() + residual_.size() + local_m_.size() + last_.size()) * sizeof(float);
+  return (m_.size() + residual_.size() + local_m_.size() + last_.size() + stale_dir_.size()) *
+         sizeof(float);
 }
 
 }  // namespace gossamer::optim

@@ -95,6 +95,8 @@ class Scape final : public ShardedOptimizer {
   std::array<float, 3> age_sums(int64_t t) const;
   void update_selected(const Reduced& r, bool dense, const StepContext& ctx);
   int64_t distribute_params(const Reduced& r, bool dense);
+  void distribute(float* flat, const Reduced& r, bool dense);
+  void apply_stale_moves(double lr, bool dense);
   void select_next_mask(int64_t t, std::vector<float>& scores);
   void launch_mask_exchange(MaskEncoding encoding);
   void finish_mask_exchange();
@@ -118,6 +120,8 @@ class Scape final : public ShardedOptimizer {
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
+  HostBuffer<float> stale_dir_;         // stale_momentum: each coordinate's last step / lr
+  std::vector<uint8_t> selected_flag_;  // stale_momentum: scratch, 1 at this step's mask
   HostBuffer<float> pack_;      // sharded: a flat buffer rank by rank, for the dense collectives
   std::vector<float> compact_;  // gradient values at the mask, then parameter values
   std::vector<uint32_t> cur_mask_;                  // flat indices, rank by rank

@@ -30,6 +30,7 @@ struct ScapeConfig {
   bool lazy_weight_decay = false;
   bool residual_keeps_clipped = false;
   double mask_age_bonus = 0;
+  bool stale_momentum = false;
   bool log_selection_by_tensor = false;
   double shard_block_kb = 64;
   int64_t sparsity_ramp_steps = 0;
@@ -68,6 +69,11 @@ struct ScapeConfig {
     v("residual_keeps_clipped", residual_keeps_clipped,
       "reading A: when clipping scales the synchronised values by c < 1, each rank keeps the "
       "clipped share (1 - c) of what it sent in its residual instead of dropping it");
+    v("stale_momentum", stale_momentum,
+      "reading A: a coordinate not selected keeps moving every step by its last AdamS step "
+      "(lr times (m/c)/den from its last update), so nothing stands still between selections; "
+      "every rank keeps those steps for the whole space and the owners send each selected "
+      "coordinate's new one with its value (twice the parameter bytes; our reading)");
     v("mask_age_bonus", mask_age_bonus,
       "k >= 0: the mask score is multiplied by 1 + k * (steps since the coordinate's last "
       "update), so long-unselected coordinates are explored (0: off)");

@@ -23,10 +23,10 @@ run() {  # NAME NP ARGS...
 # Analytic bytes of rank 0 on a sparse step (step 8), from the parameter count and the shard
 # block (rank r owns floor(n (r+1) / N) - floor(n r / N) of every block of n elements; the
 # default optimizer.scape.shard_block_kb, 64, is 16000 elements).
-bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS]
+bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS [PARAM_VALUES_PER_COORDINATE]]
   node -e '
     const file = process.argv[1];
-    const [np, s, sharded, P, bucket] = process.argv.slice(2).map(Number);
+    const [np, s, sharded, P, bucket, per] = process.argv.slice(2).map(Number);
     const j = require("fs").readFileSync(file, "utf8").split("\n").filter(Boolean).map(JSON.parse).find((x) => x.step === 8 && "loss" in x);
     const o = j.optim, d = 1 - s;
     const part = (n, r) => Math.floor(n * (r + 1) / np) - Math.floor(n * r / np);
@@ -41,13 +41,13 @@ bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS]
     let K = 0, idx = 0, bits = 0;
     for (let r = 0; r < R; ++r) { K += k(r); idx += 4 * k(r); bits += Math.ceil(n(r) / 8); }
     const want = sharded
-      ? {selected: K, grad: 4 * (K - k(0)), param: 4 * (np - 1) * k(0),
+      ? {selected: K, grad: 4 * (K - k(0)), param: per * 4 * (np - 1) * k(0),
          mask: (np - 1) * (bits < idx ? Math.ceil(n(0) / 8) : 4 * k(0))}
       : {selected: K, grad: 2 * (np - 1) / np * 4 * K, param: 0, mask: 0};
     const got = {selected: o.selected, grad: o.grad_bytes, param: o.param_bytes, mask: o.mask_bytes};
     const ok = Object.keys(want).every((key) => want[key] === got[key]) && o.dense === 0;
     console.log(JSON.stringify({got, want})); process.exit(ok ? 0 : 1);' \
-    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" "${5:-16000}" >"$WORK/cmp" \
+    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" "${5:-16000}" "${6:-1}" >"$WORK/cmp" \
     && pass "$1: bytes = analytic $(cat "$WORK/cmp")" || fail "$1: bytes $(cat "$WORK/cmp")"
 }
 
@@ -63,6 +63,11 @@ node -e '
 run s99-np4-z1 4 --set data.micro_batch=1 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 \
   --set optimizer.scape.shard_block_kb=12.3
 bytes_check s99-np4-z1 4 0.99 1 3075
+# Stale momentum: every rank moves the unselected coordinates alike (replicas stay identical);
+# the owners send each selected coordinate's value and step (twice the parameter bytes).
+run s99-np4-stale 4 --set data.micro_batch=1 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 \
+  --set optimizer.scape.stale_momentum=true
+bytes_check s99-np4-stale 4 0.99 1 16000 2
 run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0
 bytes_check s99-np2-z0 2 0.99 0
 run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.scape.mask_score=gradient

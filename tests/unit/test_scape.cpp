@@ -263,7 +263,8 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
                               .weight_decay = float(wd),
                               .t = t,
                               .age_normaliser = aged,
-                              .lazy_decay = aged});
+                              .lazy_decay = aged},
+                             nullptr);
     const int ages[] = {1, 4, 1, 8};
     for (size_t j = 0; j < 4; ++j) {
       const double a = ages[j], gj = g[j], gn = aged ? gj / a : gj;
@@ -294,7 +295,8 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
                             .weight_decay = 0.0f,
                             .t = 10,
                             .code_form = false,
-                            .age_normaliser = true});
+                            .age_normaliser = true},
+                           nullptr);
   EXPECT_NEAR(p1[0], -(0.1 * 2.0) / (std::sqrt(0.05) * 0.5), 1e-5);  // 4x the one-step move
 }
 
@@ -345,7 +347,7 @@ TEST(Scape, ClippedShareStaysInTheResidualAndAgesAreLogged) {
       if (k == "mean_age") mean_age = v;
     }
     const double frac = double(s->last_mask().size()) / double(p.size());
-    EXPECT_NEAR(coverage, frac, 0.011);  // step 2's mask: ~10%, before step 3
+    EXPECT_NEAR(coverage, frac, 0.011);        // step 2's mask: ~10%, before step 3
     EXPECT_NEAR(mean_age, 1.0 - frac, 0.011);  // unselected at step 2: age 1; selected: 0
   }
 }
@@ -369,6 +371,40 @@ TEST(Scape, SparsityRampsGeometricallyAfterTheWarmUp) {
     EXPECT_NEAR(s->density_at(t), d, 1e-12) << t;
     EXPECT_EQ(s->last_mask().size(), size_t(std::ceil(d * P))) << "step " << t;
   }
+}
+
+// stale_momentum: at a sparse step every unselected coordinate moves by lr times its last step
+// (here step 1's, a dense AdamS step: (p0 - p1) / lr1 without weight decay); the selected ones
+// are updated exactly as without it.
+TEST(Scape, StaleMomentumMovesUnselectedCoordinatesByTheirLastStep) {
+  std::vector<std::vector<float>> after1, after2;
+  std::vector<uint32_t> mask2;
+  const double lr1 = 1e-2, lr2 = 2e-2;
+  for (bool stale : {false, true}) {
+    Fixture f;
+    f.cfg.weight_decay = 0;
+    f.cfg.scape.dense_warmup_steps = 1;
+    f.cfg.scape.stale_momentum = stale;
+    std::vector<float> p = random_vector(f.layout.total(), 4);
+    auto s = f.make(p);
+    s.step(random_vector(f.layout.total(), 5), 1, lr1);
+    after1.push_back(p);
+    s.step(random_vector(f.layout.total(), 6), 2, lr2);
+    after2.push_back(p);
+    mask2 = s->last_mask();
+  }
+  const std::vector<float> p0 = random_vector(after1[0].size(), 4);
+  std::vector<bool> sel(p0.size(), false);
+  for (uint32_t i : mask2) sel[i] = true;
+  size_t wrong = 0;
+  for (size_t i = 0; i < p0.size(); ++i) {
+    ASSERT_EQ(after1[0][i], after1[1][i]);  // step 1 is dense: the same update
+    const double dir = (double(p0[i]) - after1[1][i]) / lr1;
+    const double want = sel[i] ? after2[0][i] : after1[1][i] - lr2 * dir;
+    wrong += std::fabs(after2[1][i] - want) > 1e-6;
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << p0.size() << " coordinates";
+  EXPECT_GT(mask2.size(), 0u);
 }
 
 TEST(Scape, StateRoundTripContinuesIdentically) {
