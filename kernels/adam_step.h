@@ -12,6 +12,14 @@
 
 namespace gossamer::kernels {
 
+// What adams_update_indexed's g[j] holds for a coordinate last updated a steps ago (SCAPE reading
+// A, docs/SCAPE.md "error feedback").
+enum class Accumulated : uint8_t {
+  ONE_GRADIENT,     // the gradient mass of a steps, applied as one AdamS step
+  GRADIENT_REPLAY,  // the same mass, replayed as a steps of the constant gradient g / a
+  MOMENTUM_SUM,     // the sum of the a momenta since the last update (DGC momentum correction)
+};
+
 // Read by every op: lr, beta1, beta2, eps, weight_decay, t.
 struct AdamStep {
   float lr;     // learning rate of this update (schedule applied)
@@ -34,6 +42,11 @@ struct AdamStep {
   // decay at once ((1 - lr wd)^a).
   bool age_normaliser = false;
   bool lazy_decay = false;
+  // Read by adams_update_indexed only: how g[j] is applied (above), and for MOMENTUM_SUM whether
+  // the momenta summed restarted from zero at the last update (momentum factor masking) or
+  // continued from m.
+  Accumulated accumulated = Accumulated::ONE_GRADIENT;
+  bool momentum_restarts = false;
 };
 
 }  // namespace gossamer::kernels

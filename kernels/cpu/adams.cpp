@@ -41,31 +41,59 @@ void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp) {
   }
 }
 
+namespace {
+
+// One coordinate of adams_update_indexed before the parameter moves: the new momentum, the
+// normaliser and the sum of momenta the move applies (formulas in kernels/cpu/adams.h).
+template <class T>
+struct IndexedMove {
+  T m, den, num;
+};
+
+template <class T>
+IndexedMove<T> indexed_move(T m, T g, int64_t a, const AdamsConstants<T>& c, const AdamStep& hp) {
+  const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c;
+  if (hp.accumulated == Accumulated::ONE_GRADIENT) {
+    const T gn = hp.age_normaliser && a > 1 ? g / T(a) : g;
+    const T prev = m * inv_c;
+    const T mt = b1 * m + (T(1) - b1) * g;
+    return {mt, std::sqrt(b2 * prev * prev + (T(1) - b2) * gn * gn) + c.eps, mt};
+  }
+  // The a steps since the last update, each with the same gradient gbar: the momenta
+  // m_j = b1^j base + (1 - b1^j) gbar (j = 1..a) sum to base S + gbar (a - S).
+  const T b1a = a == 1 ? b1 : static_cast<T>(std::pow(double(hp.beta1), double(a)));
+  const T S = b1 * (T(1) - b1a) / (T(1) - b1);
+  const bool momentum = hp.accumulated == Accumulated::MOMENTUM_SUM;
+  const T base = momentum && hp.momentum_restarts ? T(0) : m;
+  const T gbar = momentum ? (g - base * S) / (T(a) - S) : g / T(a);
+  const T mt = b1a * base + (T(1) - b1a) * gbar;
+  const T prev = (a == 1 ? base : (mt - (T(1) - b1) * gbar) / b1) * inv_c;  // m_{a-1}
+  const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gbar * gbar) + c.eps;
+  return {mt, den, momentum ? g : base * S + gbar * (T(a) - S)};
+}
+
+}  // namespace
+
 template <class T>
 void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
                           const T* g, const uint8_t* decay, size_t k, const AdamStep& hp, T* dir) {
   const AdamsConstants<T> c(hp);
-  const T b1 = c.b1, b2 = c.b2, inv_c = c.inv_c, decay_factor = c.decay, e = c.eps, step = c.lr;
+  const T inv_c = c.inv_c, decay_factor = c.decay, step = c.lr;
   const int64_t t = hp.t;
-  const bool age_normaliser = hp.age_normaliser, lazy_decay = hp.lazy_decay;
+  const bool lazy_decay = hp.lazy_decay;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
     const size_t i = idx[j];
     const int64_t a = last[i] < 0 ? 1 : std::max<int64_t>(1, t - int64_t(last[i]));
-    const T gj = g[j];
-    const T gn = age_normaliser && a > 1 ? gj / T(a) : gj;
-    const T prev = m[i] * inv_c;
-    const T den = std::sqrt(b2 * prev * prev + (T(1) - b2) * gn * gn) + e;
-    const T mi = b1 * m[i] + (T(1) - b1) * gj;
-    m[i] = mi;
+    const IndexedMove<T> mv = indexed_move(m[i], g[j], a, c, hp);
+    m[i] = mv.m;
     const T keep = !decay[i] ? T(1)
                    : !lazy_decay || a == 1
                        ? decay_factor
                        : static_cast<T>(std::pow(double(decay_factor), double(a)));
-    const T d = (mi * inv_c) / den;
     T& p = param[pidx[j]];
-    p = p * keep - step * d;
-    if (dir) dir[pidx[j]] = d;
+    p = p * keep - step * (mv.num * inv_c) / mv.den;
+    if (dir) dir[pidx[j]] = (mv.m * inv_c) / mv.den;
     last[i] = float(t);
   }
 }

@@ -32,8 +32,16 @@ namespace gossamer::kernels::cpu {
 // a = max(1, t - last[i]). With hp.age_normaliser the normaliser sees g / a instead of g:
 //   den = sqrt(beta2 (m/c)^2 + (1 - beta2) (g/a)^2) + eps
 // and with hp.lazy_decay the decay factor is (1 - lr wd)^a. Both off: the arithmetic of
-// adams_update. When dir is not null, dir[pidx[j]] receives the step per unit of lr,
-// (m/c) / den (SCAPE's stale momentum).
+// adams_update. hp.accumulated replaces the one AdamS step by a steps at once, as if the
+// gradient had been a constant gbar over them (S = beta1 (1 - beta1^a) / (1 - beta1)):
+//   GRADIENT_REPLAY: g is the gradient mass of the a steps, gbar = g / a, base = m
+//   MOMENTUM_SUM:    g is the sum of the a momenta, base = m (0 with hp.momentum_restarts),
+//                    gbar = (g - base S) / (a - S)
+//   m_new = beta1^a base + (1 - beta1^a) gbar,  m_prev = (m_new - (1 - beta1) gbar) / beta1
+//   den = sqrt(beta2 (m_prev/c)^2 + (1 - beta2) gbar^2) + eps
+//   param -= lr (sum of the a momenta, base S + gbar (a - S), or g itself) / c / den
+// (with a = 1 both are adams_update). When dir is not null, dir[pidx[j]] receives the step per
+// unit of lr, (m_new/c) / den (SCAPE's stale momentum).
 template <class T>
 void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
                           const T* g, const uint8_t* decay, size_t k, const AdamStep& hp, T* dir);

@@ -47,6 +47,18 @@ void ScapeConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(!stale_momentum || reading == ScapeReading::SCAPE_READING_A,
                  "%sstale_momentum: reading A only (reading B catches up with catch_up_max)",
                  p.c_str());
+  const bool feedback_a = error_feedback == ErrorFeedback::ERROR_FEEDBACK_GRADIENT ||
+                         (reading == ScapeReading::SCAPE_READING_A && residual &&
+                          normaliser == ScapeNormaliser::SCAPE_NORMALISER_STEP);
+  GOSSAMER_CHECK(feedback_a,
+                 "%serror_feedback: \"replay\" and \"momentum\" need reading \"A\" with residual "
+                 "true and normaliser \"step\" (they bring their own normaliser)",
+                 p.c_str());
+  GOSSAMER_CHECK(error_feedback != ErrorFeedback::ERROR_FEEDBACK_MOMENTUM ||
+                     !momentum_factor_masking || dense_refresh_every == 0,
+                 "%smomentum_factor_masking: the restarted local momenta assume no dense refresh "
+                 "after the warm-up (set dense_refresh_every 0 or momentum_factor_masking false)",
+                 p.c_str());
   GOSSAMER_CHECK(mask_age_bonus >= 0, "%smask_age_bonus: must be >= 0, found %g", p.c_str(),
                  mask_age_bonus);
   GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
@@ -78,6 +90,14 @@ void global_to_local(const std::vector<ShardPiece>& pieces, const uint32_t* idx,
   }
 }
 
+kernels::Accumulated accumulated_kind(ErrorFeedback f) {
+  switch (f) {
+    case ErrorFeedback::ERROR_FEEDBACK_REPLAY: return kernels::Accumulated::GRADIENT_REPLAY;
+    case ErrorFeedback::ERROR_FEEDBACK_MOMENTUM: return kernels::Accumulated::MOMENTUM_SUM;
+    default: return kernels::Accumulated::ONE_GRADIENT;
+  }
+}
+
 }  // namespace
 
 Scape::Scape(const OptimizerSetup& setup)
@@ -91,7 +111,9 @@ Scape::Scape(const OptimizerSetup& setup)
       density_(1.0 - sc_.sparsity),
       mask_density_(density_),
       reading_b_(sc_.reading == ScapeReading::SCAPE_READING_B),
-      use_residual_(!reading_b_ && sc_.residual) {
+      use_residual_(!reading_b_ && sc_.residual),
+      momentum_feedback_(sc_.error_feedback == ErrorFeedback::ERROR_FEEDBACK_MOMENTUM),
+      local_clip_(reading_b_ || momentum_feedback_) {
   GOSSAMER_CHECK(setup.parallel.zero_stage <= 1,
                  "parallel.zero_stage: scape shards like ZeRO-1 (1) or keeps its momentum "
                  "replicated (0); found %d",
@@ -105,8 +127,8 @@ Scape::Scape(const OptimizerSetup& setup)
     GOSSAMER_CHECK(sharded_ || world_ == 1,
                    "optimizer.scape.reading: \"B\" needs parallel.zero_stage 1 at world size > 1 "
                    "(each owner scores its mask from its own local momentum)");
-    local_m_ = HostBuffer<float>(total_);
   }
+  if (reading_b_ || momentum_feedback_) local_m_ = HostBuffer<float>(total_);
   // Reading A starts "unknown" (-1: counted as updated the step before) so that a checkpoint
   // written before it kept update steps still loads; its dense first step sets every entry.
   last_.assign(owned, reading_b_ ? 0.0f : -1.0f);
@@ -354,13 +376,14 @@ float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
 }
 
 // What is sent, at the mask: a = g + e_r (reading A, in the residual buffer), g (A without
-// residual) or the local momentum u_r = beta1 u_r + (1 - beta1) g (reading B).
+// residual), the local momentum u_r = beta1 u_r + (1 - beta1) g (reading B) or a = u_r + e_r
+// (reading A with error_feedback "momentum").
 float* Scape::payload(double* local_sq) {
   float* g = grads_.data();
   float* a = use_residual_ ? residual_.data() : g;
+  if (local_clip_) g = accumulate_local_momentum(g, local_sq);
   if (use_residual_) ops_.accumulate(a, g, total_);
-  if (reading_b_) a = accumulate_local_momentum(g, local_sq);
-  return a;
+  return reading_b_ ? g : a;
 }
 
 Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
@@ -370,7 +393,7 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
   r.local_sq = local_sq;
   const int64_t before = comm_.stats().bytes_sent();
   r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(a, P);
-  r.finite = std::isfinite(reading_b_ ? r.local_sq : r.sent_sq);
+  r.finite = std::isfinite(local_clip_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
     // The payload rank by rank (each rank's pieces packed), then one reduce-scatter: this
     // rank's summed pieces, packed.
@@ -401,7 +424,7 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < K; ++j) c[j] = a[I[j]];
   r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(c, K);
-  r.finite = std::isfinite(reading_b_ ? r.local_sq : r.sent_sq);
+  r.finite = std::isfinite(local_clip_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
     for (int q = 0; q < rank_; ++q) r.offset += cur_counts_[size_t(q)];
     r.n = cur_counts_[size_t(rank_)];
@@ -417,15 +440,15 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
 
 // The gradient norm, and clipping of the reduced values by it (r.clip: the factor applied).
 // Reading A clips by the norm of the synchronised values (all of them on a dense step); reading
-// B has clipped each rank's gradient already and reports the root mean square of the ranks'
+// B and error_feedback "momentum" have clipped each rank's gradient already and reports the root mean square of the ranks'
 // local gradient norms. extra[] (telemetry sums) rides along in the same all-reduce.
 double Scape::clip(Reduced& r, std::span<float> extra) {
-  const double seg_sq = reading_b_ ? 0.0 : ops_.sum_squares(r.values, r.n);
-  std::vector<float> sums = {float(reading_b_ ? r.local_sq : sharded_ ? seg_sq : 0.0)};
+  const double seg_sq = local_clip_ ? 0.0 : ops_.sum_squares(r.values, r.n);
+  std::vector<float> sums = {float(local_clip_ ? r.local_sq : sharded_ ? seg_sq : 0.0)};
   sums.insert(sums.end(), extra.begin(), extra.end());
   sum_over_ranks(control_, sums);
   std::copy(sums.begin() + 1, sums.end(), extra.begin());
-  if (reading_b_) return std::sqrt(double(sums[0]) / world_);
+  if (local_clip_) return std::sqrt(double(sums[0]) / world_);
   const double norm = std::sqrt(sharded_ ? double(sums[0]) : seg_sq);
   if (cfg_.grad_clip > 0) r.clip = std::min(1.0, cfg_.grad_clip / (norm + 1e-6));
   clip_to_norm(ops_, r.values, r.n, norm, cfg_.grad_clip);
@@ -433,8 +456,10 @@ double Scape::clip(Reduced& r, std::span<float> extra) {
 }
 
 // What this rank sent leaves its residual: all of it, or all but the clipped share
-// (optimizer.scape.residual_keeps_clipped). Dense steps sent everything.
-void Scape::settle_residual(const Reduced& r, bool dense) {
+// (optimizer.scape.residual_keeps_clipped). Dense steps sent everything. With momentum factor
+// masking the local momentum restarts where a sparse step sent it, and everywhere after the last
+// dense step before the sparse ones (so every coordinate's sum restarted at its last update).
+void Scape::settle_residual(const Reduced& r, bool dense, int64_t t) {
   if (!use_residual_) return;
   const float keep = sc_.residual_keeps_clipped && r.clip < 1.0 ? float(1.0 - r.clip) : 0.0f;
   float* e = residual_.data();
@@ -443,12 +468,19 @@ void Scape::settle_residual(const Reduced& r, bool dense) {
       std::fill(e, e + total_, 0.0f);
     else
       ops_.scale(e, keep, total_);
+    if (momentum_feedback_ && sc_.momentum_factor_masking && !dense_step(t + 1))
+      std::fill(local_m_.data(), local_m_.data() + total_, 0.0f);
     return;
   }
   const uint32_t* I = cur_mask_.data();
   const size_t K = cur_mask_.size();
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < K; ++j) e[I[j]] = keep == 0.0f ? 0.0f : keep * e[I[j]];
+  if (momentum_feedback_ && sc_.momentum_factor_masking) {  // the local momenta restart
+    float* u = local_m_.data();
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < K; ++j) u[I[j]] = 0.0f;
+  }
 }
 
 // This rank's share of the update-age telemetry before step t: coordinates updated since the
@@ -491,7 +523,9 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
       .code_form = code_form_,
       .catch_up_max = int(sc_.catch_up_max),
       .age_normaliser = sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_AGE,
-      .lazy_decay = sc_.lazy_weight_decay};
+      .lazy_decay = sc_.lazy_weight_decay,
+      .accumulated = accumulated_kind(sc_.error_feedback),
+      .momentum_restarts = sc_.momentum_factor_masking && !dense};
   if (reading_b_)  // r.values: the momentum itself, exact at the selected coordinates
     ops_.adams_update_from_momentum(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(),
                                     r.n, step);
@@ -584,7 +618,7 @@ StepResult Scape::step(const StepContext& ctx) {
   fig.sums = {float(unsent_sq), ages[0], ages[1], ages[2]};
   StepResult result;
   result.grad_norm = clip(r, fig.sums);
-  settle_residual(r, fig.dense);
+  settle_residual(r, fig.dense, t);
   update_selected(r, fig.dense, ctx);
   fig.param_bytes = distribute_params(r, fig.dense);
   apply_stale_moves(ctx.lr, fig.dense);
@@ -631,7 +665,7 @@ std::vector<StateTensor> Scape::state() {
                                 StateTensor::replicated("scape.has_next_mask", &has_mask_, 1)};
   if (use_residual_)
     s.push_back(StateTensor::summed_rows("scape.residual", residual_.data(), total_));
-  if (reading_b_)  // the ranks' local momenta matter only through their sum
+  if (local_m_.size() > 0)  // the ranks' local momenta matter only through their sum
     s.push_back(StateTensor::summed_rows("scape.local_momentum", local_m_.data(), total_));
   // Reading A kept no update steps before the age options: such files load with "unknown".
   s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));

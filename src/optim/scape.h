@@ -88,7 +88,7 @@ class Scape final : public ShardedOptimizer {
   Reduced reduce_dense(float* payload, double local_sq);
   Reduced reduce_sparse(float* payload, double local_sq);
   double clip(Reduced& r, std::span<float> extra);
-  void settle_residual(const Reduced& r, bool dense);
+  void settle_residual(const Reduced& r, bool dense, int64_t t);
   size_t rank_base(int rank) const;  // offset of rank's pieces in a rank-major buffer
   void pack_rank_major(const float* flat, float* out) const;
   void unpack_rank_major(const float* in, float* flat) const;
@@ -100,8 +100,8 @@ class Scape final : public ShardedOptimizer {
   void select_next_mask(int64_t t, std::vector<float>& scores);
   void launch_mask_exchange(MaskEncoding encoding);
   void finish_mask_exchange();
-  // Reading B: u_r = beta1 u_r + (1 - beta1) clip(g); returns u_r, sets this rank's squared
-  // gradient norm.
+  // Reading B and "momentum" feedback: u_r = beta1 u_r + (1 - beta1) clip(g); returns u_r, sets
+  // this rank's squared gradient norm.
   float* accumulate_local_momentum(const float* g, double* local_sq);
 
   ScapeConfig sc_;
@@ -112,9 +112,11 @@ class Scape final : public ShardedOptimizer {
   double mask_density_;         // of the mask being prepared (the ramp's value for the next step)
   bool reading_b_;              // optimizer.scape.reading "B"
   bool use_residual_;           // reading A with optimizer.scape.residual
+  bool momentum_feedback_;      // reading A, error_feedback "momentum": e_r accumulates u_r
+  bool local_clip_;             // each rank clips its own gradient into u_r (B, "momentum")
   HostBuffer<float> m_;         // momentum of the owned slice (packed)
   HostBuffer<float> residual_;  // e_r, the whole flat space (reading A with residual)
-  HostBuffer<float> local_m_;   // u_r, the whole flat space (reading B)
+  HostBuffer<float> local_m_;   // u_r, the whole flat space (reading B, "momentum" feedback)
   std::vector<float> last_;     // step of each owned coordinate's last update (-1: unknown)
   std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps

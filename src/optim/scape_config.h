@@ -16,6 +16,7 @@ enum class ScapeReading { SCAPE_READING_A, SCAPE_READING_B };
 enum class MaskScore { MASK_SCORE_MOMENTUM, MASK_SCORE_MOMENTUM_RESIDUAL, MASK_SCORE_GRADIENT };
 enum class MaskWire { MASK_WIRE_AUTO, MASK_WIRE_INDICES, MASK_WIRE_BITMAP };
 enum class ScapeNormaliser { SCAPE_NORMALISER_STEP, SCAPE_NORMALISER_AGE };
+enum class ErrorFeedback { ERROR_FEEDBACK_GRADIENT, ERROR_FEEDBACK_REPLAY, ERROR_FEEDBACK_MOMENTUM };
 
 struct ScapeConfig {
   double sparsity = 0.99;
@@ -27,6 +28,8 @@ struct ScapeConfig {
   ScapeReading reading = ScapeReading::SCAPE_READING_A;
   int64_t catch_up_max = 1;
   ScapeNormaliser normaliser = ScapeNormaliser::SCAPE_NORMALISER_STEP;
+  ErrorFeedback error_feedback = ErrorFeedback::ERROR_FEEDBACK_GRADIENT;
+  bool momentum_factor_masking = true;
   bool lazy_weight_decay = false;
   bool residual_keeps_clipped = false;
   double mask_age_bonus = 0;
@@ -63,6 +66,15 @@ struct ScapeConfig {
       "specified reading); age: it sees the value divided by the steps since the coordinate's "
       "last update, so an accumulated residual moves the coordinate in proportion to its mass "
       "(ours; docs/SCAPE.md)");
+    v("error_feedback", error_feedback,
+      "reading A: what the residual accumulates and how the owner applies it. gradient: the "
+      "unsent gradients, applied as one AdamS step (specified); replay: the same, applied as "
+      "a steps of the constant gradient (mass / a) through the momentum (ours); momentum: each "
+      "rank keeps a local momentum and accumulates it, the owner applies the sum of the a "
+      "momenta (DGC's momentum correction; docs/SCAPE.md)");
+    v("momentum_factor_masking", momentum_factor_masking,
+      "error_feedback momentum: the local momentum restarts from zero where it was sent (DGC's "
+      "momentum factor masking; needs dense_refresh_every 0)");
     v("lazy_weight_decay", lazy_weight_decay,
       "reading A: a coordinate selected after a steps decays by (1 - lr wd)^a, the decay it "
       "missed (false: one step's decay, only when selected)");
@@ -114,6 +126,13 @@ struct EnumNames<optim::ScapeNormaliser> {
   static constexpr std::pair<optim::ScapeNormaliser, std::string_view> values[] = {
       {optim::ScapeNormaliser::SCAPE_NORMALISER_STEP, "step"},
       {optim::ScapeNormaliser::SCAPE_NORMALISER_AGE, "age"}};
+};
+template <>
+struct EnumNames<optim::ErrorFeedback> {
+  static constexpr std::pair<optim::ErrorFeedback, std::string_view> values[] = {
+      {optim::ErrorFeedback::ERROR_FEEDBACK_GRADIENT, "gradient"},
+      {optim::ErrorFeedback::ERROR_FEEDBACK_REPLAY, "replay"},
+      {optim::ErrorFeedback::ERROR_FEEDBACK_MOMENTUM, "momentum"}};
 };
 template <>
 struct EnumNames<optim::MaskWire> {

@@ -129,11 +129,14 @@ TEST(SparseMask, EncodingsAndJaccard) {
 namespace {
 
 // Six steps of SCAPE at sparsity 0 against dense AdamS from the same start and gradients.
-void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance) {
+void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance,
+                                   optim::ErrorFeedback feedback =
+                                       optim::ErrorFeedback::ERROR_FEEDBACK_GRADIENT) {
   Fixture f;
   f.cfg.scape.sparsity = 0;
   f.cfg.weight_decay = 0.1;
   f.cfg.scape.reading = reading;
+  f.cfg.scape.error_feedback = feedback;
   std::vector<float> a = random_vector(f.layout.total(), 1), b = a;
   auto scape = f.make(a);
   optim::OptimizerConfig dense_cfg = f.cfg;
@@ -147,7 +150,8 @@ void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance) {
     dense.step(g, t, 1e-2);
   }
   for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], b[i], tolerance) << enum_name(reading) << " " << i;
+    ASSERT_NEAR(a[i], b[i], tolerance) << enum_name(reading) << " " << enum_name(feedback) << " "
+                                       << i;
 }
 
 }  // namespace
@@ -171,6 +175,10 @@ TEST(SparseMask, SelectionByTensorCountsEntriesPerTensor) {
 
 TEST(Scape, SparsityZeroIsDenseAdamS) {
   expect_sparsity_zero_is_adams(ScapeReading::SCAPE_READING_A, 1e-6f);
+  expect_sparsity_zero_is_adams(ScapeReading::SCAPE_READING_A, 1e-6f,
+                                optim::ErrorFeedback::ERROR_FEEDBACK_REPLAY);
+  expect_sparsity_zero_is_adams(ScapeReading::SCAPE_READING_A, 2e-6f,
+                                optim::ErrorFeedback::ERROR_FEEDBACK_MOMENTUM);
 }
 
 TEST(Scape, StepTUsesTheMaskSelectedAfterStepTMinus1AndOnlyItMoves) {
@@ -298,6 +306,122 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
                             .age_normaliser = true},
                            nullptr);
   EXPECT_NEAR(p1[0], -(0.1 * 2.0) / (std::sqrt(0.05) * 0.5), 1e-5);  // 4x the one-step move
+}
+
+// The replaying kernels on four coordinates (a = 1, 4, unknown = 1, 8), against the a steps
+// written out one by one in double: GRADIENT_REPLAY with g the mass of a steps of gbar = g / a;
+// MOMENTUM_SUM with g the sum of the a momenta since the last update, continuing from m or
+// restarted from zero (factor masking). The move is lr times the sum of the a momenta over one
+// normaliser, that of the last of the a steps.
+TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
+  using kernels::Accumulated;
+  const kernels::OpTable& ops = kernels::cpu_ops();
+  const double lr = 0.01, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1;
+  const int64_t t = 10;
+  const double c = 1 - std::pow(b1, double(t));
+  struct Case {
+    Accumulated kind;
+    bool restarts;
+  };
+  for (Case k : {Case{Accumulated::GRADIENT_REPLAY, false}, Case{Accumulated::MOMENTUM_SUM, false},
+                 Case{Accumulated::MOMENTUM_SUM, true}}) {
+    std::vector<float> param = {9, 1.0f, 9, -2.0f, 0.5f, 9, 3.0f};  // flat; 9: untouched
+    const std::vector<uint32_t> pidx = {1, 3, 4, 6};
+    std::vector<float> m = {0.2f, -0.1f, 0.05f, 0.0f};
+    std::vector<float> last = {9.0f, 6.0f, -1.0f, 2.0f};
+    const std::vector<uint32_t> idx = {0, 1, 2, 3};
+    const std::vector<double> gbar = {0.3, -0.2, 0.1, 0.15};  // each coordinate's steady gradient
+    const int ages[] = {1, 4, 1, 8};
+    const std::vector<uint8_t> decay = {1, 1, 1, 0};
+    // Walk the a steps in double: the momenta, their sum and the last normaliser.
+    std::vector<float> g(4);
+    std::vector<double> sum(4), m_end(4), den(4);
+    for (size_t j = 0; j < 4; ++j) {
+      double mj = k.restarts ? 0.0 : m[j], prev = mj;
+      for (int s = 0; s < ages[j]; ++s) {
+        prev = mj;
+        mj = b1 * mj + (1 - b1) * gbar[j];
+        sum[j] += mj;
+      }
+      m_end[j] = mj;
+      den[j] = std::sqrt(b2 * (prev / c) * (prev / c) + (1 - b2) * gbar[j] * gbar[j]) + eps;
+      g[j] = float(k.kind == Accumulated::GRADIENT_REPLAY ? ages[j] * gbar[j] : sum[j]);
+    }
+    const std::vector<float> p0 = param;
+    ops.adams_update_indexed(param.data(), pidx.data(), m.data(), last.data(), idx.data(), g.data(),
+                             decay.data(), 4,
+                             {.lr = float(lr),
+                              .beta1 = float(b1),
+                              .beta2 = float(b2),
+                              .eps = float(eps),
+                              .weight_decay = float(wd),
+                              .t = t,
+                              .lazy_decay = true,
+                              .accumulated = k.kind,
+                              .momentum_restarts = k.restarts},
+                             nullptr);
+    for (size_t j = 0; j < 4; ++j) {
+      const double keep = decay[j] ? std::pow(1 - lr * wd, ages[j]) : 1.0;
+      const double want = p0[pidx[j]] * keep - lr * (sum[j] / c) / den[j];
+      EXPECT_NEAR(param[pidx[j]], want, 2e-6)
+          << "coordinate " << j << " kind " << int(k.kind) << " restarts " << k.restarts;
+      EXPECT_NEAR(m[j], m_end[j], 1e-6) << "coordinate " << j;
+      EXPECT_EQ(last[j], float(t));
+    }
+    for (size_t i : {0, 2, 5}) EXPECT_EQ(param[i], 9.0f);
+  }
+}
+
+// error_feedback "momentum": every rank's local momentum u = b1 u + (1 - b1) g sees every
+// gradient; the residual accumulates u, is cleared where sent; with factor masking u restarts
+// where sent (and everywhere after the warm-up's last dense step), without it u continues.
+TEST(Scape, MomentumFeedbackAccumulatesTheLocalMomentum) {
+  for (bool masking : {true, false}) {
+    Fixture f;
+    f.cfg.scape.dense_warmup_steps = 1;
+    f.cfg.scape.error_feedback = optim::ErrorFeedback::ERROR_FEEDBACK_MOMENTUM;
+    f.cfg.scape.momentum_factor_masking = masking;
+    std::vector<float> p = random_vector(f.layout.total(), 4);
+    auto s = f.make(p);
+    auto state = [&](const char* name) {
+      for (const auto& t : s->state())
+        if (t.name == name) return as_floats(t);
+      return std::vector<float>{};
+    };
+    const size_t P = p.size();
+    std::vector<double> u(P, 0.0), e(P, 0.0);
+    const double b1 = f.cfg.beta1;
+    for (int64_t t = 1; t <= 4; ++t) {
+      const std::vector<float> g = random_vector(P, uint64_t(20 + t));
+      s.step(g, t, 1e-2);
+      std::vector<bool> sent(P, t == 1);
+      for (uint32_t i : s->last_mask()) sent[i] = true;
+      size_t wrong_u = 0, wrong_e = 0;
+      const std::vector<float> uu = state("scape.local_momentum"), ee = state("scape.residual");
+      ASSERT_EQ(uu.size(), P);
+      for (size_t i = 0; i < P; ++i) {
+        u[i] = b1 * u[i] + (1 - b1) * g[i];
+        e[i] = sent[i] ? 0.0 : e[i] + u[i];
+        if (masking && sent[i]) u[i] = 0.0;  // step 1 is the warm-up's last dense step
+        wrong_u += std::fabs(uu[i] - u[i]) > 1e-6;
+        wrong_e += std::fabs(ee[i] - e[i]) > 1e-6;
+      }
+      EXPECT_EQ(wrong_u, 0u) << "step " << t << (masking ? " masking" : "");
+      EXPECT_EQ(wrong_e, 0u) << "step " << t << (masking ? " masking" : "");
+    }
+  }
+  // Factor masking with a dense refresh is refused with the key.
+  Fixture f;
+  f.cfg.scape.error_feedback = optim::ErrorFeedback::ERROR_FEEDBACK_MOMENTUM;
+  f.cfg.scape.dense_refresh_every = 10;
+  try {
+    f.cfg.scape.validate("optimizer.scape.");
+    FAIL() << "accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("optimizer.scape.momentum_factor_masking"),
+              std::string::npos)
+        << err.what();
+  }
 }
 
 // With residual_keeps_clipped, a clipped sparse step leaves (1 - c) of what was sent in the
