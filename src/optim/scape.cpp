@@ -132,6 +132,7 @@ Scape::Scape(const OptimizerSetup& setup)
   // Reading A starts "unknown" (-1: counted as updated the step before) so that a checkpoint
   // written before it kept update steps still loads; its dense first step sets every entry.
   last_.assign(owned, reading_b_ ? 0.0f : -1.0f);
+  recount_ages();
   if (sc_.stale_momentum) {
     stale_dir_ = HostBuffer<float>(total_);
     selected_flag_.assign(total_, 0);
@@ -382,8 +383,23 @@ float* Scape::payload(double* local_sq) {
   float* g = grads_.data();
   float* a = use_residual_ ? residual_.data() : g;
   if (local_clip_) g = accumulate_local_momentum(g, local_sq);
-  if (use_residual_) ops_.accumulate(a, g, total_);
+  if (use_residual_) residual_sq_ = accumulate_residual(g);
   return reading_b_ ? g : a;
+}
+
+// e_r += x over the whole space; returns the squared norm of the result (the residual telemetry,
+// in the same pass).
+double Scape::accumulate_residual(const float* x) {
+  float* e = residual_.data();
+  const size_t P = total_;
+  double sq = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : sq)
+  for (size_t i = 0; i < P; ++i) {
+    const float v = e[i] + x[i];
+    e[i] = v;
+    sq += double(v) * double(v);
+  }
+  return sq;
 }
 
 Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
@@ -483,20 +499,35 @@ void Scape::settle_residual(const Reduced& r, bool dense, int64_t t) {
   }
 }
 
-// This rank's share of the update-age telemetry before step t: coordinates updated since the
-// dense warm-up, the sum of the ages (t - 1 - last update) of those with a known last update,
-// and how many those are.
-std::array<float, 3> Scape::age_sums(int64_t t) const {
-  const float warm = float(sc_.dense_warmup_steps), now = float(t - 1);
-  const float* last = last_.data();
-  double covered = 0, age = 0, known = 0;
-  const size_t n = last_.size();
-#pragma omp parallel for schedule(static) reduction(+ : covered, age, known)
-  for (size_t i = 0; i < n; ++i) {
-    covered += last[i] > warm ? 1.0 : 0.0;
-    if (last[i] >= 0) age += double(now - last[i]), known += 1.0;
+// The update-age tally from last_ (at construction and after loading a checkpoint).
+void Scape::recount_ages() {
+  const float warm = float(sc_.dense_warmup_steps);
+  ages_ = {};
+  for (float last : last_) {
+    ages_.covered += last > warm ? 1.0 : 0.0;
+    if (last >= 0) ages_.known += 1.0, ages_.sum_last += double(last);
   }
-  return {float(covered), float(age), float(known)};
+}
+
+// The tally after the n owned coordinates idx[] are updated at step t (called before their
+// last_ entries become t).
+void Scape::tally_update(const uint32_t* idx, size_t n, int64_t t) {
+  const float warm = float(sc_.dense_warmup_steps);
+  const bool after_warmup = float(t) > warm;
+  const float* last = last_.data();
+  double covered = 0, known = 0, sum_last = 0;
+#pragma omp parallel for schedule(static) reduction(+ : covered, known, sum_last)
+  for (size_t j = 0; j < n; ++j) {
+    const float before = last[idx[j]];
+    covered += after_warmup && !(before > warm) ? 1.0 : 0.0;
+    if (before < 0)
+      known += 1.0, sum_last += double(t);
+    else
+      sum_last += double(t) - double(before);
+  }
+  ages_.covered += covered;
+  ages_.known += known;
+  ages_.sum_last += sum_last;
 }
 
 // ---- the update and the distribution of the updated values --------------------------------
@@ -512,6 +543,7 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
     global_to_local(own_.pieces, pidx, r.n, local.data());
     idx = local.data();
   }
+  tally_update(idx, r.n, ctx.t);
   float* p = params_.data();
   const kernels::AdamStep step = {
       .lr = float(ctx.lr),
@@ -611,11 +643,9 @@ StepResult Scape::step(const StepContext& ctx) {
   // Telemetry summed over ranks with the norm: the residual that stays (what was not sent),
   // and the update ages.
   const double unsent_sq =
-      use_residual_ && !fig.dense
-          ? std::max(0.0, ops_.sum_squares(residual_.data(), total_) - r.sent_sq)
-          : 0.0;
-  const std::array<float, 3> ages = age_sums(t);
-  fig.sums = {float(unsent_sq), ages[0], ages[1], ages[2]};
+      use_residual_ && !fig.dense ? std::max(0.0, residual_sq_ - r.sent_sq) : 0.0;
+  const double age_sum = ages_.known * double(t - 1) - ages_.sum_last;  // as of step t - 1
+  fig.sums = {float(unsent_sq), float(ages_.covered), float(age_sum), float(ages_.known)};
   StepResult result;
   result.grad_norm = clip(r, fig.sums);
   settle_residual(r, fig.dense, t);
@@ -678,6 +708,7 @@ std::vector<StateTensor> Scape::state() {
 }
 
 void Scape::state_loaded() {
+  recount_ages();
   next_own_.clear();
   for (size_t i = 0; i < mask_flags_.size(); ++i)
     if (mask_flags_[i] != 0) next_own_.push_back(uint32_t(i));

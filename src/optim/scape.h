@@ -92,7 +92,9 @@ class Scape final : public ShardedOptimizer {
   size_t rank_base(int rank) const;  // offset of rank's pieces in a rank-major buffer
   void pack_rank_major(const float* flat, float* out) const;
   void unpack_rank_major(const float* in, float* flat) const;
-  std::array<float, 3> age_sums(int64_t t) const;
+  double accumulate_residual(const float* x);
+  void recount_ages();
+  void tally_update(const uint32_t* idx, size_t n, int64_t t);
   void update_selected(const Reduced& r, bool dense, const StepContext& ctx);
   int64_t distribute_params(const Reduced& r, bool dense);
   void distribute(float* flat, const Reduced& r, bool dense);
@@ -118,6 +120,12 @@ class Scape final : public ShardedOptimizer {
   HostBuffer<float> residual_;  // e_r, the whole flat space (reading A with residual)
   HostBuffer<float> local_m_;   // u_r, the whole flat space (reading B, "momentum" feedback)
   std::vector<float> last_;     // step of each owned coordinate's last update (-1: unknown)
+  // The update-age telemetry, kept up to date with last_ at O(updated) per step: owned
+  // coordinates updated after the warm-up, those with a known last update, the sum of their steps.
+  struct AgeTally {
+    double covered = 0, known = 0, sum_last = 0;
+  } ages_;
+  double residual_sq_ = 0;  // squared norm of the residual after this step's accumulation
   std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate

@@ -236,6 +236,13 @@ TEST(Scape, ResidualKeepsWhatIsNotSentAndClearsWhatIs) {
   std::vector<bool> sent3(p.size(), false);
   for (uint32_t i : s->last_mask()) sent3[i] = true;
   for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(r3[i], sent3[i] ? 0.0f : r[i] + g3copy[i]) << i;
+  // The logged residual norm is that of what stays unsent.
+  double unsent_sq = 0;
+  for (float x : r3) unsent_sq += double(x) * x;
+  double logged = -1;
+  for (const auto& [k, v] : s->step_metrics())
+    if (k == "residual_norm") logged = v;
+  EXPECT_NEAR(logged, std::sqrt(unsent_sq), 1e-4 * std::sqrt(unsent_sq));
   // Without the residual nothing is kept.
   f.cfg.scape.residual = false;
   std::vector<float> p2 = p;
@@ -553,6 +560,16 @@ TEST(Scape, StateRoundTripContinuesIdentically) {
     b.step(g, t, 1e-2);
   }
   EXPECT_EQ(pa, pb);
+  // The update-age telemetry is rebuilt from the loaded state.
+  auto telemetry = [](const optim::Scape& s) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& kv : s.step_metrics())
+      if (kv.first == "coverage" || kv.first == "mean_age" || kv.first == "residual_norm")
+        out.push_back(kv);
+    return out;
+  };
+  EXPECT_EQ(telemetry(*a.opt), telemetry(*b.opt));
+  EXPECT_EQ(telemetry(*a.opt).size(), 3u);
 }
 
 // Reading B (docs/SCAPE.md): every rank keeps a dense local momentum and sends it at the mask.
