@@ -29,6 +29,27 @@ json value_at(const json& config, const std::string& key) {
   }
 }
 
+// Keys added after checkpoints were first written, with the value every checkpoint without them
+// ran with (the behaviour before the key existed): such a checkpoint compares as having that
+// value, so a default changed later is refused on resume like any other change instead of
+// being taken silently. Keys not listed here compare as "anything" when absent.
+json value_before_key(const std::string& key) {
+  static const std::pair<const char*, json> kBefore[] = {
+      {"optimizer.scape.normaliser", "step"},
+      {"optimizer.scape.error_feedback", "gradient"},
+      {"optimizer.scape.momentum_factor_masking", true},
+      {"optimizer.scape.lazy_weight_decay", false},
+      {"optimizer.scape.residual_keeps_clipped", false},
+      {"optimizer.scape.mask_age_bonus", 0.0},
+      {"optimizer.scape.stale_momentum", false},
+      {"optimizer.scape.sparsity_ramp_steps", 0},
+      {"optimizer.scape.ramp_start_sparsity", 0.75},
+  };
+  for (const auto& [k, v] : kBefore)
+    if (key == k) return v;
+  return nullptr;
+}
+
 }  // namespace
 
 bool change_is_harmless_on_resume(const std::string& key) {
@@ -57,7 +78,9 @@ void check_resume_changes(const json& saved, const json& now, int64_t saved_toke
     return std::find(allowed.begin(), allowed.end(), key) != allowed.end();
   };
   for (const std::string& key : keys) {
-    const json before = value_at(saved, key), after = value_at(now, key);
+    const json after = value_at(now, key);
+    json before = value_at(saved, key);
+    if (before.is_null() && !after.is_null()) before = value_before_key(key);
     if (before == after || before.is_null()) continue;  // null: a key the checkpoint predates
     const std::string was = before.dump(), is = after.dump();
     if (change_is_harmless_on_resume(key)) {

@@ -5,6 +5,8 @@
 // warning); every other key (the run's length, evaluation, logging, checkpoints, samples,
 // threads, sharding and communication, the per-rank micro-batch at another world size) may
 // change and is logged.
+// A key the checkpoint predates compares as the behaviour it ran with where that is recorded
+// (resume_check.cpp: value_before_key), so changing a default later cannot slip through.
 // Invariant: a resume with an unlisted change of definition is an error naming the key and both
 // values, before the run directory is touched.
 #pragma once
