@@ -47,6 +47,23 @@ struct AdamStep {
   // continued from m.
   Accumulated accumulated = Accumulated::ONE_GRADIENT;
   bool momentum_restarts = false;
+  // Read by adams_update_indexed only, with IndexedAdamsState::den_sq: the normaliser is
+  // sqrt(den_sq) (frozen) instead of AdamS's; false: AdamS's, and den_sq tracks its square.
+  bool frozen_normaliser = false;
+};
+
+// The owner's per-coordinate state that adams_update_indexed reads and updates, by the local
+// index idx[j] (dir by the flat index pidx[j]).
+template <class Real>
+struct IndexedAdamsState {
+  Real* m;               // momentum
+  float* last;           // step of the last update (negative: unknown); becomes t
+  const uint8_t* decay;  // weight decay applies where != 0
+  // Optional (null: not kept): the normaliser's square, an exponential average (beta2) of den^2
+  // over the updates that are not frozen (first value: den^2), the frozen normaliser's value.
+  float* den_sq = nullptr;
+  // Optional: receives the step per unit of lr, (m/c) / den, at pidx[j] (SCAPE's stale momentum).
+  Real* dir = nullptr;
 };
 
 }  // namespace gossamer::kernels

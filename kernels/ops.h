@@ -63,9 +63,9 @@ struct BasicOpTable {
   void (*adamw_update)(Real* param, const Real* grad, Real* m, Real* v, size_t n,
                        const AdamStep& step);
   void (*adams_update)(Real* param, const Real* grad, Real* m, size_t n, const AdamStep& step);
-  void (*adams_update_indexed)(Real* param, const uint32_t* pidx, Real* m, float* last,
-                               const uint32_t* idx, const Real* g, const uint8_t* decay, size_t k,
-                               const AdamStep& step, Real* dir);
+  void (*adams_update_indexed)(Real* param, const uint32_t* pidx, const uint32_t* idx,
+                               const Real* g, size_t k, const IndexedAdamsState<Real>& state,
+                               const AdamStep& step);
   void (*adams_update_from_momentum)(Real* param, const uint32_t* pidx, Real* m_last, float* last,
                                      const uint32_t* idx, const Real* m_now, const uint8_t* decay,
                                      size_t k, const AdamStep& step);

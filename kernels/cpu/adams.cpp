@@ -75,25 +75,37 @@ IndexedMove<T> indexed_move(T m, T g, int64_t a, const AdamsConstants<T>& c, con
 }  // namespace
 
 template <class T>
-void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
-                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp, T* dir) {
+void adams_update_indexed(T* param, const uint32_t* pidx, const uint32_t* idx, const T* g, size_t k,
+                          const IndexedAdamsState<T>& st, const AdamStep& hp) {
   const AdamsConstants<T> c(hp);
-  const T inv_c = c.inv_c, decay_factor = c.decay, step = c.lr;
+  const T inv_c = c.inv_c, decay_factor = c.decay, step = c.lr, b2 = c.b2;
   const int64_t t = hp.t;
-  const bool lazy_decay = hp.lazy_decay;
+  const bool lazy_decay = hp.lazy_decay, frozen = hp.frozen_normaliser;
+  T* m = st.m;
+  float* last = st.last;
+  float* den_sq = st.den_sq;
+  T* dir = st.dir;
+  const uint8_t* decay = st.decay;
 #pragma omp parallel for schedule(static)
   for (size_t j = 0; j < k; ++j) {
     const size_t i = idx[j];
     const int64_t a = last[i] < 0 ? 1 : std::max<int64_t>(1, t - int64_t(last[i]));
     const IndexedMove<T> mv = indexed_move(m[i], g[j], a, c, hp);
     m[i] = mv.m;
+    T den = mv.den;
+    if (den_sq) {
+      if (frozen && den_sq[i] > 0)
+        den = std::sqrt(T(den_sq[i]));
+      else if (!frozen)
+        den_sq[i] = den_sq[i] == 0 ? float(den * den) : float(b2 * den_sq[i] + (T(1) - b2) * den * den);
+    }
     const T keep = !decay[i] ? T(1)
                    : !lazy_decay || a == 1
                        ? decay_factor
                        : static_cast<T>(std::pow(double(decay_factor), double(a)));
     T& p = param[pidx[j]];
-    p = p * keep - step * (mv.num * inv_c) / mv.den;
-    if (dir) dir[pidx[j]] = (mv.m * inv_c) / mv.den;
+    p = p * keep - step * (mv.num * inv_c) / den;
+    if (dir) dir[pidx[j]] = (mv.m * inv_c) / den;
     last[i] = float(t);
   }
 }
@@ -135,12 +147,12 @@ template void adams_update_from_momentum<double>(double*, const uint32_t*, doubl
                                                  const uint32_t*, const double*, const uint8_t*,
                                                  size_t, const AdamStep&);
 
-template void adams_update_indexed<float>(float*, const uint32_t*, float*, float*, const uint32_t*,
-                                          const float*, const uint8_t*, size_t, const AdamStep&,
-                                          float*);
-template void adams_update_indexed<double>(double*, const uint32_t*, double*, float*,
-                                           const uint32_t*, const double*, const uint8_t*, size_t,
-                                           const AdamStep&, double*);
+template void adams_update_indexed<float>(float*, const uint32_t*, const uint32_t*, const float*,
+                                          size_t, const IndexedAdamsState<float>&,
+                                          const AdamStep&);
+template void adams_update_indexed<double>(double*, const uint32_t*, const uint32_t*,
+                                           const double*, size_t, const IndexedAdamsState<double>&,
+                                           const AdamStep&);
 
 template void adams_update<float>(float*, const float*, float*, size_t, const AdamStep&);
 template void adams_update<double>(double*, const double*, double*, size_t, const AdamStep&);

@@ -24,8 +24,8 @@ void adams_update(T* param, const T* grad, T* m, size_t n, const AdamStep& hp);
 
 namespace gossamer::kernels::cpu {
 
-// AdamS on k coordinates only: coordinate j is param[pidx[j]] with state m[idx[j]] and
-// gradient g[j] (a compact buffer); weight decay where decay[idx[j]] != 0. The parameters are
+// AdamS on k coordinates only: coordinate j is param[pidx[j]] with state st.m[idx[j]] and
+// gradient g[j] (a compact buffer); weight decay where st.decay[idx[j]] != 0. The parameters are
 // the flat buffer and the state the owner's packed buffers, hence two index lists (equal when
 // the state covers the whole space). last[i] is the step of coordinate i's previous update
 // (negative: unknown, counted as the previous step) and becomes t; its age is
@@ -40,11 +40,14 @@ namespace gossamer::kernels::cpu {
 //   m_new = beta1^a base + (1 - beta1^a) gbar,  m_prev = (m_new - (1 - beta1) gbar) / beta1
 //   den = sqrt(beta2 (m_prev/c)^2 + (1 - beta2) gbar^2) + eps
 //   param -= lr (sum of the a momenta, base S + gbar (a - S), or g itself) / c / den
-// (with a = 1 both are adams_update). When dir is not null, dir[pidx[j]] receives the step per
-// unit of lr, (m_new/c) / den (SCAPE's stale momentum).
+// (with a = 1 both are adams_update). With st.den_sq, hp.frozen_normaliser replaces den by
+// sqrt(den_sq[i]) (1-bit Adam's frozen second moment, for AdamS's normaliser); otherwise den_sq[i]
+// becomes beta2 den_sq[i] + (1 - beta2) den^2 (den^2 when it is 0). When st.dir is not null,
+// dir[pidx[j]] receives the step per unit of lr, (m_new/c) / den (SCAPE's stale momentum).
+// State (m, last, decay, den_sq) by idx[j]; see IndexedAdamsState.
 template <class T>
-void adams_update_indexed(T* param, const uint32_t* pidx, T* m, float* last, const uint32_t* idx,
-                          const T* g, const uint8_t* decay, size_t k, const AdamStep& hp, T* dir);
+void adams_update_indexed(T* param, const uint32_t* pidx, const uint32_t* idx, const T* g, size_t k,
+                          const IndexedAdamsState<T>& st, const AdamStep& hp);
 
 }  // namespace gossamer::kernels::cpu
 

@@ -49,10 +49,14 @@ void ScapeConfig::validate(const std::string& p) const {
                  p.c_str());
   const bool feedback_a = error_feedback == ErrorFeedback::ERROR_FEEDBACK_GRADIENT ||
                          (reading == ScapeReading::SCAPE_READING_A && residual &&
-                          normaliser == ScapeNormaliser::SCAPE_NORMALISER_STEP);
+                          normaliser != ScapeNormaliser::SCAPE_NORMALISER_AGE);
   GOSSAMER_CHECK(feedback_a,
                  "%serror_feedback: \"replay\" and \"momentum\" need reading \"A\" with residual "
-                 "true and normaliser \"step\" (they bring their own normaliser)",
+                 "true and normaliser \"step\" or \"frozen\" (they divide the mass themselves)",
+                 p.c_str());
+  GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
+                     normaliser == ScapeNormaliser::SCAPE_NORMALISER_STEP,
+                 "%snormaliser: reading \"B\" rebuilds its own normaliser (use \"step\")",
                  p.c_str());
   GOSSAMER_CHECK(error_feedback != ErrorFeedback::ERROR_FEEDBACK_MOMENTUM ||
                      !momentum_factor_masking || dense_refresh_every == 0,
@@ -133,6 +137,7 @@ Scape::Scape(const OptimizerSetup& setup)
   // written before it kept update steps still loads; its dense first step sets every entry.
   last_.assign(owned, reading_b_ ? 0.0f : -1.0f);
   recount_ages();
+  if (sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_FROZEN) den_sq_.assign(owned, 0.0f);
   if (sc_.stale_momentum) {
     stale_dir_ = HostBuffer<float>(total_);
     selected_flag_.assign(total_, 0);
@@ -557,13 +562,20 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
       .age_normaliser = sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_AGE,
       .lazy_decay = sc_.lazy_weight_decay,
       .accumulated = accumulated_kind(sc_.error_feedback),
-      .momentum_restarts = sc_.momentum_factor_masking && !dense};
-  if (reading_b_)  // r.values: the momentum itself, exact at the selected coordinates
+      .momentum_restarts = sc_.momentum_factor_masking && !dense,
+      .frozen_normaliser = !dense};
+  if (reading_b_) {  // r.values: the momentum itself, exact at the selected coordinates
     ops_.adams_update_from_momentum(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(),
                                     r.n, step);
-  else
-    ops_.adams_update_indexed(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(), r.n,
-                              step, sc_.stale_momentum ? stale_dir_.data() : nullptr);
+    return;
+  }
+  const kernels::IndexedAdamsState<float> st = {
+      .m = m_.data(),
+      .last = last_.data(),
+      .decay = decay_.data(),
+      .den_sq = den_sq_.empty() ? nullptr : den_sq_.data(),
+      .dir = sc_.stale_momentum ? stale_dir_.data() : nullptr};
+  ops_.adams_update_indexed(p, pidx, idx, r.values, r.n, st, step);
 }
 
 // Every replica receives the updated values; returns the bytes this rank sent for it.
@@ -700,6 +712,8 @@ std::vector<StateTensor> Scape::state() {
   // Reading A kept no update steps before the age options: such files load with "unknown".
   s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));
   s.back().optional = !reading_b_;
+  if (!den_sq_.empty())
+    s.push_back(StateTensor::sharded("scape.normaliser_sq", den_sq_.data(), own_));
   if (sc_.stale_momentum) {  // the same on every rank; a file without it: no stale moves yet
     s.push_back(StateTensor::replicated("scape.stale_step", stale_dir_.data(), total_));
     s.back().optional = true;
@@ -723,7 +737,8 @@ void Scape::state_loaded() {
 }
 
 size_t Scape::state_bytes() const {
-  return (m_.size() + residual_.size() + local_m_.size() + last_.size() + stale_dir_.size()) *
+  return (m_.size() + residual_.size() + local_m_.size() + last_.size() + stale_dir_.size() +
+          den_sq_.size()) *
          sizeof(float);
 }
 

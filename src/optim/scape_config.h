@@ -15,7 +15,7 @@ namespace gossamer::optim {
 enum class ScapeReading { SCAPE_READING_A, SCAPE_READING_B };
 enum class MaskScore { MASK_SCORE_MOMENTUM, MASK_SCORE_MOMENTUM_RESIDUAL, MASK_SCORE_GRADIENT };
 enum class MaskWire { MASK_WIRE_AUTO, MASK_WIRE_INDICES, MASK_WIRE_BITMAP };
-enum class ScapeNormaliser { SCAPE_NORMALISER_STEP, SCAPE_NORMALISER_AGE };
+enum class ScapeNormaliser { SCAPE_NORMALISER_STEP, SCAPE_NORMALISER_AGE, SCAPE_NORMALISER_FROZEN };
 enum class ErrorFeedback { ERROR_FEEDBACK_GRADIENT, ERROR_FEEDBACK_REPLAY, ERROR_FEEDBACK_MOMENTUM };
 
 struct ScapeConfig {
@@ -65,7 +65,8 @@ struct ScapeConfig {
       "reading A: step: AdamS's normaliser sees the synchronised value as one gradient (the "
       "specified reading); age: it sees the value divided by the steps since the coordinate's "
       "last update, so an accumulated residual moves the coordinate in proportion to its mass "
-      "(ours; docs/SCAPE.md)");
+      "(ours); frozen: dense steps keep an average of AdamS's squared normaliser per "
+      "coordinate and sparse steps divide by its root, frozen (1-bit Adam's fix; docs/SCAPE.md)");
     v("error_feedback", error_feedback,
       "reading A: what the residual accumulates and how the owner applies it. gradient: the "
       "unsent gradients, applied as one AdamS step (specified); replay: the same, applied as "
@@ -125,7 +126,8 @@ template <>
 struct EnumNames<optim::ScapeNormaliser> {
   static constexpr std::pair<optim::ScapeNormaliser, std::string_view> values[] = {
       {optim::ScapeNormaliser::SCAPE_NORMALISER_STEP, "step"},
-      {optim::ScapeNormaliser::SCAPE_NORMALISER_AGE, "age"}};
+      {optim::ScapeNormaliser::SCAPE_NORMALISER_AGE, "age"},
+      {optim::ScapeNormaliser::SCAPE_NORMALISER_FROZEN, "frozen"}};
 };
 template <>
 struct EnumNames<optim::ErrorFeedback> {

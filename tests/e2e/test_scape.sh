@@ -96,8 +96,9 @@ for target in "1 4 64" "4 1 12.3"; do  # ranks, micro-batch, shard block KB (the
   node -e "process.exit(Math.abs($a - $b) <= 1e-2 * Math.abs($a) ? 0 : 1)" && pass "2 -> $np: step 12 loss $b within 1% of $a" || fail "2 -> $np: step 12 loss $b vs $a"
 done
 
-# Error feedback "momentum" (DGC's momentum correction with factor masking) and "replay": replicas
-# identical, reading A's bytes, resume bit-identical (the ranks' local momenta are restored).
+# Error feedback "momentum" (DGC's momentum correction with factor masking) and "replay" with the
+# frozen normaliser: replicas identical, reading A's bytes, resume bit-identical (the ranks' local
+# momenta and the frozen normalisers are restored).
 M=(--set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape.error_feedback=momentum)
 run m99-np2 2 "${M[@]}"
 bytes_check m99-np2 2 0.99 1
@@ -105,7 +106,13 @@ run m99-np2-r6 2 "${M[@]}" --resume "$WORK/m99-np2/checkpoints/step_00000006"
 cmp -s "$WORK/m99-np2/checkpoints/step_00000012/model.safetensors" "$WORK/m99-np2-r6/checkpoints/step_00000012/model.safetensors" \
   && cmp -s "$WORK/m99-np2/checkpoints/step_00000012/optimizer.safetensors" "$WORK/m99-np2-r6/checkpoints/step_00000012/optimizer.safetensors" \
   && pass "error_feedback momentum: resume at step 6, 2 ranks: bit-identical" || fail "error_feedback momentum: resume differs"
-run r99-np2 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape.error_feedback=replay
+R=(--set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape.error_feedback=replay
+   --set optimizer.scape.normaliser=frozen)
+run r99-np2 2 "${R[@]}"
+run r99-np2-r6 2 "${R[@]}" --resume "$WORK/r99-np2/checkpoints/step_00000006"
+cmp -s "$WORK/r99-np2/checkpoints/step_00000012/model.safetensors" "$WORK/r99-np2-r6/checkpoints/step_00000012/model.safetensors" \
+  && cmp -s "$WORK/r99-np2/checkpoints/step_00000012/optimizer.safetensors" "$WORK/r99-np2-r6/checkpoints/step_00000012/optimizer.safetensors" \
+  && pass "error_feedback replay, normaliser frozen: resume at step 6, 2 ranks: bit-identical" || fail "replay/frozen: resume differs"
 
 # Reading B: every rank's local momentum at the mask, with catch-up; the same collectives and
 # bytes as reading A, replicas identical, resume bit-identical and at another world size.

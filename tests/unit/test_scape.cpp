@@ -269,8 +269,8 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
     const std::vector<float> g = {0.3f, -0.8f, 0.1f, 1.2f};
     const std::vector<uint8_t> decay = {1, 1, 1, 0};
     const std::vector<float> p0 = param, m0 = m;
-    ops.adams_update_indexed(param.data(), pidx.data(), m.data(), last.data(), idx.data(), g.data(),
-                             decay.data(), 4,
+    ops.adams_update_indexed(param.data(), pidx.data(), idx.data(), g.data(), 4,
+                             {.m = m.data(), .last = last.data(), .decay = decay.data()},
                              {.lr = float(lr),
                               .beta1 = float(b1),
                               .beta2 = float(b2),
@@ -278,8 +278,7 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
                               .weight_decay = float(wd),
                               .t = t,
                               .age_normaliser = aged,
-                              .lazy_decay = aged},
-                             nullptr);
+                              .lazy_decay = aged});
     const int ages[] = {1, 4, 1, 8};
     for (size_t j = 0; j < 4; ++j) {
       const double a = ages[j], gj = g[j], gn = aged ? gj / a : gj;
@@ -301,8 +300,8 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
   const std::vector<uint32_t> zero = {0};
   const std::vector<float> mass = {4 * 0.5f};
   const std::vector<uint8_t> no_decay = {0};
-  ops.adams_update_indexed(p1.data(), zero.data(), mm.data(), l1.data(), zero.data(), mass.data(),
-                           no_decay.data(), 1,
+  ops.adams_update_indexed(p1.data(), zero.data(), zero.data(), mass.data(), 1,
+                           {.m = mm.data(), .last = l1.data(), .decay = no_decay.data()},
                            {.lr = 1.0f,
                             .beta1 = 0.9f,
                             .beta2 = 0.95f,
@@ -310,8 +309,7 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
                             .weight_decay = 0.0f,
                             .t = 10,
                             .code_form = false,
-                            .age_normaliser = true},
-                           nullptr);
+                            .age_normaliser = true});
   EXPECT_NEAR(p1[0], -(0.1 * 2.0) / (std::sqrt(0.05) * 0.5), 1e-5);  // 4x the one-step move
 }
 
@@ -319,7 +317,7 @@ TEST(ScapeKernels, IndexedAdamSWithAgeNormaliserAndLazyDecay) {
 // written out one by one in double: GRADIENT_REPLAY with g the mass of a steps of gbar = g / a;
 // MOMENTUM_SUM with g the sum of the a momenta since the last update, continuing from m or
 // restarted from zero (factor masking). The move is lr times the sum of the a momenta over one
-// normaliser, that of the last of the a steps.
+// normaliser, that of the last of the a steps, or the frozen one, sqrt(den_sq) (left as it was).
 TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
   using kernels::Accumulated;
   const kernels::OpTable& ops = kernels::cpu_ops();
@@ -329,9 +327,12 @@ TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
   struct Case {
     Accumulated kind;
     bool restarts;
+    bool frozen;  // divide by sqrt(den_sq) instead (the frozen normaliser)
   };
-  for (Case k : {Case{Accumulated::GRADIENT_REPLAY, false}, Case{Accumulated::MOMENTUM_SUM, false},
-                 Case{Accumulated::MOMENTUM_SUM, true}}) {
+  for (Case k : {Case{Accumulated::GRADIENT_REPLAY, false, false},
+                 Case{Accumulated::MOMENTUM_SUM, false, false},
+                 Case{Accumulated::MOMENTUM_SUM, true, false},
+                 Case{Accumulated::GRADIENT_REPLAY, false, true}}) {
     std::vector<float> param = {9, 1.0f, 9, -2.0f, 0.5f, 9, 3.0f};  // flat; 9: untouched
     const std::vector<uint32_t> pidx = {1, 3, 4, 6};
     std::vector<float> m = {0.2f, -0.1f, 0.05f, 0.0f};
@@ -355,8 +356,14 @@ TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
       g[j] = float(k.kind == Accumulated::GRADIENT_REPLAY ? ages[j] * gbar[j] : sum[j]);
     }
     const std::vector<float> p0 = param;
-    ops.adams_update_indexed(param.data(), pidx.data(), m.data(), last.data(), idx.data(), g.data(),
-                             decay.data(), 4,
+    std::vector<float> den_sq = {0.04f, 0.09f, 0.01f, 0.25f};
+    if (k.frozen)
+      for (size_t j = 0; j < 4; ++j) den[j] = std::sqrt(double(den_sq[j]));
+    ops.adams_update_indexed(param.data(), pidx.data(), idx.data(), g.data(), 4,
+                             {.m = m.data(),
+                              .last = last.data(),
+                              .decay = decay.data(),
+                              .den_sq = k.frozen ? den_sq.data() : nullptr},
                              {.lr = float(lr),
                               .beta1 = float(b1),
                               .beta2 = float(b2),
@@ -365,9 +372,12 @@ TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
                               .t = t,
                               .lazy_decay = true,
                               .accumulated = k.kind,
-                              .momentum_restarts = k.restarts},
-                             nullptr);
+                              .momentum_restarts = k.restarts,
+                              .frozen_normaliser = k.frozen});
     for (size_t j = 0; j < 4; ++j) {
+      if (k.frozen) {
+        EXPECT_EQ(den_sq[j], std::vector<float>({0.04f, 0.09f, 0.01f, 0.25f})[j]);
+      }
       const double keep = decay[j] ? std::pow(1 - lr * wd, ages[j]) : 1.0;
       const double want = p0[pidx[j]] * keep - lr * (sum[j] / c) / den[j];
       EXPECT_NEAR(param[pidx[j]], want, 2e-6)
@@ -376,6 +386,31 @@ TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
       EXPECT_EQ(last[j], float(t));
     }
     for (size_t i : {0, 2, 5}) EXPECT_EQ(param[i], 9.0f);
+  }
+}
+
+// Not frozen, den_sq tracks AdamS's squared normaliser: den^2 where it was 0, else
+// beta2 den_sq + (1 - beta2) den^2; the update itself is AdamS's.
+TEST(ScapeKernels, FrozenNormaliserIsTrackedOnUnfrozenUpdates) {
+  const kernels::OpTable& ops = kernels::cpu_ops();
+  const double lr = 0.01, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+  std::vector<float> param = {1.0f, -1.0f}, m = {0.2f, -0.1f}, last = {4.0f, 4.0f},
+                     den_sq = {0.0f, 0.5f};
+  const std::vector<uint32_t> idx = {0, 1};
+  const std::vector<float> g = {0.3f, -0.8f};
+  const std::vector<uint8_t> decay = {0, 0};
+  const std::vector<float> p0 = param, m0 = m;
+  ops.adams_update_indexed(
+      param.data(), idx.data(), idx.data(), g.data(), 2,
+      {.m = m.data(), .last = last.data(), .decay = decay.data(), .den_sq = den_sq.data()},
+      {.lr = float(lr), .beta1 = float(b1), .beta2 = float(b2), .eps = float(eps),
+       .weight_decay = 0.0f, .t = 5, .code_form = false});
+  for (size_t j = 0; j < 2; ++j) {
+    const double den = std::sqrt(b2 * m0[j] * m0[j] + (1 - b2) * g[j] * g[j]) + eps;
+    const double mj = b1 * m0[j] + (1 - b1) * g[j];
+    EXPECT_NEAR(param[j], p0[j] - lr * mj / den, 1e-6) << j;
+    const double want = j == 0 ? den * den : b2 * 0.5 + (1 - b2) * den * den;
+    EXPECT_NEAR(den_sq[j], want, 1e-6) << j;
   }
 }
 
