@@ -55,8 +55,10 @@ void ScapeConfig::validate(const std::string& p) const {
                  "true and normaliser \"step\" or \"frozen\" (they divide the mass themselves)",
                  p.c_str());
   GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
-                     normaliser == ScapeNormaliser::SCAPE_NORMALISER_STEP,
-                 "%snormaliser: reading \"B\" rebuilds its own normaliser (use \"step\")",
+                     normaliser != ScapeNormaliser::SCAPE_NORMALISER_FROZEN,
+                 "%snormaliser: \"frozen\" is reading A's; reading \"B\" rebuilds the normaliser "
+                 "from the mean gradient of the steps since the last update (\"step\" and \"age\" "
+                 "are the same there)",
                  p.c_str());
   GOSSAMER_CHECK(error_feedback != ErrorFeedback::ERROR_FEEDBACK_MOMENTUM ||
                      !momentum_factor_masking || dense_refresh_every == 0,
@@ -65,11 +67,6 @@ void ScapeConfig::validate(const std::string& p) const {
                  p.c_str());
   GOSSAMER_CHECK(mask_age_bonus >= 0, "%smask_age_bonus: must be >= 0, found %g", p.c_str(),
                  mask_age_bonus);
-  GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
-                     mask_score != MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL,
-                 "%smask_score: \"momentum_residual\" scores reading A's residual; reading B "
-                 "has none (use \"momentum\" or \"gradient\")",
-                 p.c_str());
 }
 
 namespace {
@@ -285,7 +282,11 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
   mask_density_ = density_at(t + 1);
   const size_t owned = own_.size;
   const uint32_t* G = own_global_.data();  // flat index of each owned coordinate
-  if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM) {
+  // Without a residual (reading B: the local momentum has taken every gradient already) nothing
+  // is pending, and the momentum_residual score is the momentum's.
+  const bool pending = sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && use_residual_;
+  if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM ||
+      (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && !pending)) {
     scores.resize(owned);
     const float* mm = m_.data();
     const float* u = local_m_.data();  // reading B: the flat local momentum
@@ -296,10 +297,9 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
 #pragma omp parallel for schedule(static)
       for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
     }
-  } else if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL) {
+  } else if (pending) {
     // The momentum the coordinate would have if its pending residual were applied now; the
     // owner's own residual, times the ranks, estimates the sum over ranks.
-    GOSSAMER_CHECK(use_residual_, "optimizer.scape.mask_score: momentum_residual needs residual");
     scores.resize(owned);
     const float* mm = m_.data();
     const float* e = residual_.data();

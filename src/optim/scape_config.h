@@ -50,8 +50,9 @@ struct ScapeConfig {
       "every N-th step is dense, flushing all residuals (0: never)");
     v("mask_score", mask_score,
       "momentum: top-k of |m|; momentum_residual: top-k of |beta1 m + (1 - beta1) ranks e_r|, "
-      "the momentum after applying the pending residual; gradient: top-k of the owner's "
-      "residual-corrected local gradient (the baseline)");
+      "the momentum after applying the pending residual (without a residual, as in reading B, "
+      "the same as momentum); gradient: top-k of the owner's residual-corrected local gradient "
+      "(the baseline)");
     v("mask_encoding", mask_encoding, "mask on the wire: auto (the smaller), indices or bitmap");
     v("residual", residual, "keep the unsent gradient mass (error feedback; reading A)");
     v("reading", reading,

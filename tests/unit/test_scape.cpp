@@ -682,6 +682,8 @@ TEST(ScapeReadingB, ConfigErrorsNameTheKey) {
   EXPECT_NE(message().find("optimizer.scape."), std::string::npos) << message();
   cfg.scape.reading = ScapeReading::SCAPE_READING_B;
   EXPECT_EQ(message(), "");
-  cfg.scape.mask_score = optim::MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL;
-  EXPECT_NE(message().find("optimizer.scape.mask_score"), std::string::npos) << message();
+  cfg.scape.mask_score = optim::MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL;  // = momentum in B
+  EXPECT_EQ(message(), "");
+  cfg.scape.normaliser = optim::ScapeNormaliser::SCAPE_NORMALISER_FROZEN;
+  EXPECT_NE(message().find("optimizer.scape.normaliser"), std::string::npos) << message();
 }
