@@ -97,7 +97,8 @@ void adams_update_indexed(T* param, const uint32_t* pidx, const uint32_t* idx, c
       if (frozen && den_sq[i] > 0)
         den = std::sqrt(T(den_sq[i]));
       else if (!frozen)
-        den_sq[i] = den_sq[i] == 0 ? float(den * den) : float(b2 * den_sq[i] + (T(1) - b2) * den * den);
+        den_sq[i] =
+            den_sq[i] == 0 ? float(den * den) : float(b2 * den_sq[i] + (T(1) - b2) * den * den);
     }
     const T keep = !decay[i] ? T(1)
                    : !lazy_decay || a == 1
@@ -148,10 +149,9 @@ template void adams_update_from_momentum<double>(double*, const uint32_t*, doubl
                                                  size_t, const AdamStep&);
 
 template void adams_update_indexed<float>(float*, const uint32_t*, const uint32_t*, const float*,
-                                          size_t, const IndexedAdamsState<float>&,
-                                          const AdamStep&);
-template void adams_update_indexed<double>(double*, const uint32_t*, const uint32_t*,
-                                           const double*, size_t, const IndexedAdamsState<double>&,
+                                          size_t, const IndexedAdamsState<float>&, const AdamStep&);
+template void adams_update_indexed<double>(double*, const uint32_t*, const uint32_t*, const double*,
+                                           size_t, const IndexedAdamsState<double>&,
                                            const AdamStep&);
 
 template void adams_update<float>(float*, const float*, float*, size_t, const AdamStep&);

@@ -48,8 +48,8 @@ void ScapeConfig::validate(const std::string& p) const {
                  "%sstale_momentum: reading A only (reading B catches up with catch_up_max)",
                  p.c_str());
   const bool feedback_a = error_feedback == ErrorFeedback::ERROR_FEEDBACK_GRADIENT ||
-                         (reading == ScapeReading::SCAPE_READING_A && residual &&
-                          normaliser != ScapeNormaliser::SCAPE_NORMALISER_AGE);
+                          (reading == ScapeReading::SCAPE_READING_A && residual &&
+                           normaliser != ScapeNormaliser::SCAPE_NORMALISER_AGE);
   GOSSAMER_CHECK(feedback_a,
                  "%serror_feedback: \"replay\" and \"momentum\" need reading \"A\" with residual "
                  "true and normaliser \"step\" or \"frozen\" (they divide the mass themselves)",
@@ -93,9 +93,12 @@ void global_to_local(const std::vector<ShardPiece>& pieces, const uint32_t* idx,
 
 kernels::Accumulated accumulated_kind(ErrorFeedback f) {
   switch (f) {
-    case ErrorFeedback::ERROR_FEEDBACK_REPLAY: return kernels::Accumulated::GRADIENT_REPLAY;
-    case ErrorFeedback::ERROR_FEEDBACK_MOMENTUM: return kernels::Accumulated::MOMENTUM_SUM;
-    default: return kernels::Accumulated::ONE_GRADIENT;
+    case ErrorFeedback::ERROR_FEEDBACK_REPLAY:
+      return kernels::Accumulated::GRADIENT_REPLAY;
+    case ErrorFeedback::ERROR_FEEDBACK_MOMENTUM:
+      return kernels::Accumulated::MOMENTUM_SUM;
+    default:
+      return kernels::Accumulated::ONE_GRADIENT;
   }
 }
 
@@ -285,8 +288,7 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
   // Without a residual (reading B: the local momentum has taken every gradient already) nothing
   // is pending, and the momentum_residual score is the momentum's.
   const bool pending = sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && use_residual_;
-  if (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM ||
-      (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && !pending)) {
+  if (!pending && sc_.mask_score != MaskScore::MASK_SCORE_GRADIENT) {
     scores.resize(owned);
     const float* mm = m_.data();
     const float* u = local_m_.data();  // reading B: the flat local momentum
@@ -413,7 +415,8 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
   Reduced r;
   r.local_sq = local_sq;
   const int64_t before = comm_.stats().bytes_sent();
-  r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(a, P);
+  // Everything is sent: with a residual, its norm is known from the accumulation pass.
+  r.sent_sq = reading_b_ ? 0.0 : use_residual_ ? residual_sq_ : ops_.sum_squares(a, P);
   r.finite = std::isfinite(local_clip_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
     // The payload rank by rank (each rank's pieces packed), then one reduce-scatter: this
@@ -461,8 +464,9 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
 
 // The gradient norm, and clipping of the reduced values by it (r.clip: the factor applied).
 // Reading A clips by the norm of the synchronised values (all of them on a dense step); reading
-// B and error_feedback "momentum" have clipped each rank's gradient already and reports the root mean square of the ranks'
-// local gradient norms. extra[] (telemetry sums) rides along in the same all-reduce.
+// B and error_feedback "momentum" have clipped each rank's gradient already and report the root
+// mean square of the ranks' local gradient norms. extra[] (telemetry sums) rides along in the same
+// all-reduce.
 double Scape::clip(Reduced& r, std::span<float> extra) {
   const double seg_sq = local_clip_ ? 0.0 : ops_.sum_squares(r.values, r.n);
   std::vector<float> sums = {float(local_clip_ ? r.local_sq : sharded_ ? seg_sq : 0.0)};
@@ -563,7 +567,7 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
       .lazy_decay = sc_.lazy_weight_decay,
       .accumulated = accumulated_kind(sc_.error_feedback),
       .momentum_restarts = sc_.momentum_factor_masking && !dense,
-      .frozen_normaliser = !dense};
+      .frozen_normaliser = sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_FROZEN && !dense};
   if (reading_b_) {  // r.values: the momentum itself, exact at the selected coordinates
     ops_.adams_update_from_momentum(p, pidx, m_.data(), last_.data(), idx, r.values, decay_.data(),
                                     r.n, step);

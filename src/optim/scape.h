@@ -125,8 +125,8 @@ class Scape final : public ShardedOptimizer {
   struct AgeTally {
     double covered = 0, known = 0, sum_last = 0;
   } ages_;
-  double residual_sq_ = 0;  // squared norm of the residual after this step's accumulation
-  std::vector<float> den_sq_;  // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
+  double residual_sq_ = 0;      // squared norm of the residual after this step's accumulation
+  std::vector<float> den_sq_;   // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
   std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate

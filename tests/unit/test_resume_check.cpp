@@ -49,8 +49,7 @@ TEST(ResumeCheck, HarmlessKeysPassDefinitionChangesAreRefusedUnlessAllowed) {
 TEST(ResumeCheck, AKeyTheCheckpointPredatesComparesAsTheBehaviourItRanWith) {
   const json saved = scape_config({{"sparsity", 0.99}});  // written before "normaliser" existed
   EXPECT_EQ(refusal(saved, scape_config({{"sparsity", 0.99}, {"normaliser", "step"}})), "");
-  const std::string msg =
-      refusal(saved, scape_config({{"sparsity", 0.99}, {"normaliser", "age"}}));
+  const std::string msg = refusal(saved, scape_config({{"sparsity", 0.99}, {"normaliser", "age"}}));
   EXPECT_NE(msg.find("optimizer.scape.normaliser is \"step\" in the checkpoint and \"age\" now"),
             std::string::npos)
       << msg;

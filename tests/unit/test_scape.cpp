@@ -129,9 +129,9 @@ TEST(SparseMask, EncodingsAndJaccard) {
 namespace {
 
 // Six steps of SCAPE at sparsity 0 against dense AdamS from the same start and gradients.
-void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance,
-                                   optim::ErrorFeedback feedback =
-                                       optim::ErrorFeedback::ERROR_FEEDBACK_GRADIENT) {
+void expect_sparsity_zero_is_adams(
+    ScapeReading reading, float tolerance,
+    optim::ErrorFeedback feedback = optim::ErrorFeedback::ERROR_FEEDBACK_GRADIENT) {
   Fixture f;
   f.cfg.scape.sparsity = 0;
   f.cfg.weight_decay = 0.1;
@@ -150,8 +150,8 @@ void expect_sparsity_zero_is_adams(ScapeReading reading, float tolerance,
     dense.step(g, t, 1e-2);
   }
   for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], b[i], tolerance) << enum_name(reading) << " " << enum_name(feedback) << " "
-                                       << i;
+    ASSERT_NEAR(a[i], b[i], tolerance)
+        << enum_name(reading) << " " << enum_name(feedback) << " " << i;
 }
 
 }  // namespace
@@ -329,10 +329,10 @@ TEST(ScapeKernels, ReplayAndMomentumSumApplyEveryStepsMomentum) {
     bool restarts;
     bool frozen;  // divide by sqrt(den_sq) instead (the frozen normaliser)
   };
-  for (Case k : {Case{Accumulated::GRADIENT_REPLAY, false, false},
-                 Case{Accumulated::MOMENTUM_SUM, false, false},
-                 Case{Accumulated::MOMENTUM_SUM, true, false},
-                 Case{Accumulated::GRADIENT_REPLAY, false, true}}) {
+  for (Case k :
+       {Case{Accumulated::GRADIENT_REPLAY, false, false},
+        Case{Accumulated::MOMENTUM_SUM, false, false}, Case{Accumulated::MOMENTUM_SUM, true, false},
+        Case{Accumulated::GRADIENT_REPLAY, false, true}}) {
     std::vector<float> param = {9, 1.0f, 9, -2.0f, 0.5f, 9, 3.0f};  // flat; 9: untouched
     const std::vector<uint32_t> pidx = {1, 3, 4, 6};
     std::vector<float> m = {0.2f, -0.1f, 0.05f, 0.0f};
@@ -403,8 +403,13 @@ TEST(ScapeKernels, FrozenNormaliserIsTrackedOnUnfrozenUpdates) {
   ops.adams_update_indexed(
       param.data(), idx.data(), idx.data(), g.data(), 2,
       {.m = m.data(), .last = last.data(), .decay = decay.data(), .den_sq = den_sq.data()},
-      {.lr = float(lr), .beta1 = float(b1), .beta2 = float(b2), .eps = float(eps),
-       .weight_decay = 0.0f, .t = 5, .code_form = false});
+      {.lr = float(lr),
+       .beta1 = float(b1),
+       .beta2 = float(b2),
+       .eps = float(eps),
+       .weight_decay = 0.0f,
+       .t = 5,
+       .code_form = false});
   for (size_t j = 0; j < 2; ++j) {
     const double den = std::sqrt(b2 * m0[j] * m0[j] + (1 - b2) * g[j] * g[j]) + eps;
     const double mj = b1 * m0[j] + (1 - b1) * g[j];
