@@ -136,8 +136,15 @@ void prune_checkpoints(const std::string& run_dir, int64_t keep) {
   if (keep <= 0) return;
   auto all = list_checkpoints(run_dir);
   for (size_t i = 0; i + size_t(keep) < all.size(); ++i) {
+    // Renamed to a writer's temporary name first (atomic): a kill in the middle of the deletion
+    // leaves ".step_N.tmp-PID", which the next start removes as a dead writer's leftover, not a
+    // checkpoint without trainer.json that no later prune would list.
+    const fs::path& dir = all[i].second;
+    const fs::path doomed =
+        dir.parent_path() / strprintf(".%s.tmp-%d", dir.filename().c_str(), int(::getpid()));
     std::error_code ec;
-    fs::remove_all(all[i].second, ec);
+    fs::rename(dir, doomed, ec);
+    if (!ec) fs::remove_all(doomed, ec);
     if (ec)
       log_warn("could not delete old checkpoint %s: %s", all[i].second.c_str(),
                ec.message().c_str());
