@@ -147,9 +147,14 @@ std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& 
       item.reason =
           strprintf("checkpoint at step %lld but metrics.jsonl lacks step %lld: from scratch",
                     (long long)st.checkpoint_step, (long long)p.steps);
+    } else if (st.metrics.exists || fs::exists(fs::path(p.dir) / "config.json")) {
+      // Killed before its first checkpoint: the directory holds a run, which train refuses to
+      // overwrite, so its files go first.
+      item.action = SweepAction::RESTART;
+      item.reason = "unfinished, no checkpoint: from scratch";
     } else {
       item.action = SweepAction::RUN;
-      item.reason = st.metrics.exists ? "unfinished, no checkpoint: from scratch" : "new";
+      item.reason = "new";
     }
     item.argv = wrap(spec.launcher, item.train_argv);
     plan.push_back(std::move(item));

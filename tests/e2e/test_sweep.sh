@@ -138,8 +138,9 @@ rc=0
 "$GOSSAMER" sweep "$S1" --out "$O1" >/dev/null 2>"$WORK/run2.log" || rc=$?
 grep -q 'sweep: a: skipped (finished at step 4)' "$WORK/run2.log" \
   && grep -q 'sweep: b: skipped (finished at step 4)' "$WORK/run2.log" \
-  && grep -q '\[1/1\] diverge: run' "$WORK/run2.log" \
-  && pass "re-run skips a and b, retries diverge (exit $rc)" || fail "re-run log: $(cat "$WORK/run2.log")"
+  && grep -q '\[1/1\] diverge: restart (unfinished, no checkpoint' "$WORK/run2.log" \
+  && grep -q 'non-finite' "$WORK/run2.log" && ! grep -q 'already holds a run' "$WORK/run2.log" \
+  && pass "re-run skips a and b, retries diverge from scratch (exit $rc)" || fail "re-run log: $(cat "$WORK/run2.log")"
 [[ "$(snapshot "$O1/a" "$O1/b")" == "$before" ]] && pass "finished run directories untouched" \
   || fail "finished run directories changed: $(diff <(echo "$before") <(snapshot "$O1/a" "$O1/b"))"
 
@@ -233,6 +234,24 @@ else
 fi
 "$GOSSAMER" sweep "$WORK/s4.json" --out "$WORK/o4" --dry-run | grep -q '^long: resume (checkpoint at step' \
   && pass "the interrupted point would resume" || fail "no resume planned after SIGINT"
+
+# ---- 8b. a point killed before its first checkpoint restarts from scratch ---------------------
+cat >"$WORK/s8b.json" <<EOF
+{"base": "$BASE", "set": {$REST, "train.steps": 400, "train.eval_every": 0, "train.checkpoint_every": 0},
+ "points": [{"name": "killed"}]}
+EOF
+"$GOSSAMER" sweep "$WORK/s8b.json" --out "$WORK/o8b" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do grep -q '"step":2,' "$WORK/o8b/killed/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+kill -KILL "$pid"
+pkill -KILL -f "$WORK/o8b/killed/point.json" || true
+wait "$pid" 2>/dev/null || true
+"$GOSSAMER" sweep "$WORK/s8b.json" --out "$WORK/o8b" --dry-run | grep -q '^killed: restart (unfinished, no checkpoint' \
+  && pass "a point killed before its first checkpoint would restart" \
+  || fail "plan after kill -9: $("$GOSSAMER" sweep "$WORK/s8b.json" --out "$WORK/o8b" --dry-run 2>&1 | head -3)"
+"$GOSSAMER" sweep "$WORK/s8b.json" --out "$WORK/o8b" >"$WORK/run8b.log" 2>&1 \
+  && [[ "$(status_of "$WORK/o8b" killed)" == finished ]] \
+  && pass "... and finishes when the sweep is run again" || fail "rerun after kill -9: $(tail -5 "$WORK/run8b.log")"
 
 # ---- 9. errors name the JSON path or the point and key; nothing is written -------------------
 bad() {  # NAME PATTERN JSON
