@@ -8,15 +8,18 @@
 # (optimizer.scape.log_selection_by_tensor); the table compares the 4-rank fractions with the
 # 1-rank ones, averaged over the last 10 steps.
 # Usage: scripts/study-shard-balance.sh [STEPS]   (default 40: 20 dense warm-up + 20 sparse)
-# GOSSAMER_BIN selects the binary (default build/bin/gossamer). Writes runs/study-shard-balance/.
+# GOSSAMER_BIN selects the binary (default build/bin/gossamer), STUDY_CONFIG the model (default
+# configs/study-model.json; RESULTS.md's table was measured on configs/studies/study-model-8l.json).
+# Writes runs/study-shard-balance/.
 set -euo pipefail
 source "$(dirname "$0")/launch-common.sh"
 cd "$(dirname "$0")/.."
 steps="${1:-40}"
 bin="${GOSSAMER_BIN:-build/bin/gossamer}"
+config="${STUDY_CONFIG:-configs/study-model.json}"
 out=runs/study-shard-balance
 mkdir -p "$out"
-common=(-c configs/study-model.json --set train.steps="$steps" --set train.eval_every=0
+common=(-c "$config" --set train.steps="$steps" --set train.eval_every=0
         --set train.checkpoint_every=0 --set train.log_every=1 --set optimizer.name=scape
         --set optimizer.scape.sparsity=0.99 --set optimizer.scape.dense_warmup_steps=$((steps / 2))
         --set optimizer.scape.log_selection_by_tensor=true --set parallel.zero_stage=1)
@@ -35,7 +38,7 @@ run np1 1
 run np4-blocks-64KB 4
 run np4-blocks-4MB 4 --set optimizer.scape.shard_block_kb=4000
 run np4-contiguous 4 --set optimizer.scape.shard_block_kb=1e9
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), configs/study-model.json, SCAPE-99, $steps steps ($((steps / 2)) dense), fractions averaged over the last 10 steps"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $config, SCAPE-99, $steps steps ($((steps / 2)) dense), fractions averaged over the last 10 steps"
 node - "$out" <<'EOF'
 const fs = require("fs");
 const dir = process.argv[2];
