@@ -133,13 +133,16 @@ std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& 
       }
       item.action = SweepAction::SKIP;
       item.reason = strprintf("finished at step %lld", (long long)p.steps);
-    } else if (!st.config_diff.empty()) {
+    } else if (!st.definition_diff.empty()) {
       item.action = SweepAction::RESTART;
-      item.reason = "unfinished run of another config, " + st.config_diff;
+      item.reason = "unfinished run of another config, " + st.definition_diff;
     } else if (st.checkpoint_step >= 0 && st.checkpoint_step < p.steps) {
+      // Keys a resume may change (train.steps, evaluation, logging) continue the run: a sweep
+      // made longer resumes its points from their last checkpoints.
       item.action = SweepAction::RESUME;
       item.reason = strprintf("checkpoint at step %lld of %lld", (long long)st.checkpoint_step,
                               (long long)p.steps);
+      if (!st.config_diff.empty()) item.reason += "; changed, a resume may: " + st.config_diff;
       item.train_argv.push_back("--resume");
       item.train_argv.push_back(dir);
     } else if (st.checkpoint_step >= 0) {

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "train/resume_check.h"
 #include "io/atomic_file.h"
 #include "sweep/plot_script.h"
 #include "sweep/process.h"
@@ -209,13 +210,17 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
         if (section == "train" && key == "out_dir") continue;
         const std::string dotted = section + "." + key;
         const json* have = find_path(run, dotted);
-        if (!have || *have != value) {
-          s.config_diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
-                                    have ? have->dump().c_str() : "absent", value.dump().c_str());
+        if (have && *have == value) continue;
+        const std::string diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
+                                           have ? have->dump().c_str() : "absent",
+                                           value.dump().c_str());
+        if (s.config_diff.empty()) s.config_diff = diff;
+        if (!train::change_is_harmless_on_resume(dotted)) {
+          s.definition_diff = diff;
           break;
         }
       }
-      if (!s.config_diff.empty()) break;
+      if (!s.definition_diff.empty()) break;
     }
   }
   const json status = read_json_file(fs::path(point.dir) / "sweep_status.json");

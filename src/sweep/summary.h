@@ -41,6 +41,8 @@ struct PointState {
   bool final_metrics = false;     // metrics.jsonl has the training line of step train.steps
   bool finished = false;          // both
   std::string config_diff;        // "" or "KEY: A in the run, B now" (RUN/config.json vs point)
+  std::string definition_diff;    // the same for the first key a resume may not change (e.g.
+                                  // not train.steps: a longer run continues the shorter one)
   std::string last_launch;        // sweep_status.json "status" ("failed", ...) or ""
 };
 

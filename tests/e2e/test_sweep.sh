@@ -253,6 +253,27 @@ wait "$pid" 2>/dev/null || true
   && [[ "$(status_of "$WORK/o8b" killed)" == finished ]] \
   && pass "... and finishes when the sweep is run again" || fail "rerun after kill -9: $(tail -5 "$WORK/run8b.log")"
 
+# ---- 8c. a sweep made longer resumes its finished points from their last checkpoints ------------
+cat >"$WORK/s8c.json" <<EOF
+{"base": "$BASE", "set": {$REST, "train.steps": 3, "train.eval_every": 0, "train.checkpoint_every": 3},
+ "points": [{"name": "grow"}]}
+EOF
+"$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" >/dev/null 2>&1 || fail "8c: first sweep failed"
+sed -i 's/"train.steps": 3,/"train.steps": 6,/' "$WORK/s8c.json"
+"$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" --dry-run \
+  | grep -q '^grow: resume (checkpoint at step 3 of 6; changed, a resume may: train.steps: 3 in the run, 6 now)' \
+  && pass "train.steps raised: the point would resume from step 3" \
+  || fail "plan after raising train.steps: $("$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" --dry-run 2>&1 | head -3)"
+"$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" >"$WORK/run8c.log" 2>&1 \
+  && [[ "$(status_of "$WORK/o8c" grow)" == finished ]] \
+  && [[ "$(grep -o '"step":[0-9]*,"time_s"\|"loss"' "$WORK/o8c/grow/metrics.jsonl" | grep -c loss)" == 6 ]] \
+  && pass "... and continues to step 6, every step logged once" || fail "8c rerun: $(tail -5 "$WORK/run8c.log")"
+sed -i 's/"points": \[{"name": "grow"}\]/"points": [{"name": "grow", "set": {"optimizer.lr": 0.0005}}]/' "$WORK/s8c.json"
+sed -i 's/"train.steps": 6,/"train.steps": 9,/' "$WORK/s8c.json"
+"$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" --dry-run | grep -q '^grow: restart (unfinished run of another config, optimizer.lr' \
+  && pass "a changed definition key still restarts" \
+  || fail "plan after changing optimizer.lr: $("$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" --dry-run 2>&1 | head -3)"
+
 # ---- 9. errors name the JSON path or the point and key; nothing is written -------------------
 bad() {  # NAME PATTERN JSON
   echo "$3" >"$WORK/bad.json"
