@@ -16,10 +16,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "train/resume_check.h"
 #include "io/atomic_file.h"
 #include "sweep/plot_script.h"
 #include "sweep/process.h"
+#include "train/resume_check.h"
 #include "train/run_config.h"
 #include "train/step_telemetry.h"
 
@@ -211,9 +211,9 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
         const std::string dotted = section + "." + key;
         const json* have = find_path(run, dotted);
         if (have && *have == value) continue;
-        const std::string diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
-                                           have ? have->dump().c_str() : "absent",
-                                           value.dump().c_str());
+        const std::string diff =
+            strprintf("%s: %s in the run, %s now", dotted.c_str(),
+                      have ? have->dump().c_str() : "absent", value.dump().c_str());
         if (s.config_diff.empty()) s.config_diff = diff;
         if (!train::change_is_harmless_on_resume(dotted)) {
           s.definition_diff = diff;
