@@ -150,7 +150,7 @@ std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& 
       item.reason =
           strprintf("checkpoint at step %lld but metrics.jsonl lacks step %lld: from scratch",
                     (long long)st.checkpoint_step, (long long)p.steps);
-    } else if (st.metrics.exists || fs::exists(fs::path(p.dir) / "config.json")) {
+    } else if (st.has_run) {
       // Killed before its first checkpoint: the directory holds a run, which train refuses to
       // overwrite, so its files go first.
       item.action = SweepAction::RESTART;

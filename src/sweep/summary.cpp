@@ -204,6 +204,7 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
 
   json run = read_json_file(fs::path(point.dir) / "config.json");
   train::migrate_legacy_config(run);  // run directories written before optimizer sections
+  s.has_run = run.is_object() || s.metrics.exists;
   if (run.is_object()) {
     for (const auto& [section, keys] : point.config.items()) {
       for (const auto& [key, value] : keys.items()) {

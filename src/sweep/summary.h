@@ -43,6 +43,7 @@ struct PointState {
   std::string config_diff;        // "" or "KEY: A in the run, B now" (RUN/config.json vs point)
   std::string definition_diff;    // the same for the first key a resume may not change (e.g.
                                   // not train.steps: a longer run continues the shorter one)
+  bool has_run = false;           // RUN/config.json or metrics.jsonl exists (train started)
   std::string last_launch;        // sweep_status.json "status" ("failed", ...) or ""
 };
 
