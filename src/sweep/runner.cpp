@@ -119,7 +119,7 @@ std::string format_seconds(double s) {
 std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& self_exe) {
   const bool absolute = spec.launcher.kind == SweepLauncherKind::SLURM;
   std::vector<SweepPlanItem> plan;
-  std::vector<std::string> stale;
+  std::vector<std::string> stale, longer;
   for (const SweepPoint& p : spec.points) {
     const PointState st = inspect_point(p, {});
     const std::string dir = absolute ? fs::absolute(p.dir).lexically_normal().string() : p.dir;
@@ -145,6 +145,12 @@ std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& 
       if (!st.config_diff.empty()) item.reason += "; changed, a resume may: " + st.config_diff;
       item.train_argv.push_back("--resume");
       item.train_argv.push_back(dir);
+    } else if (st.checkpoint_step > p.steps) {
+      // Restarting would delete a longer run than the one asked for: refuse, naming it.
+      longer.push_back(strprintf("%s (checkpoint at step %lld, train.steps %lld now)",
+                                 p.name.c_str(), (long long)st.checkpoint_step,
+                                 (long long)p.steps));
+      continue;
     } else if (st.checkpoint_step >= 0) {
       item.action = SweepAction::RESTART;
       item.reason =
@@ -162,17 +168,17 @@ std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& 
     item.argv = wrap(spec.launcher, item.train_argv);
     plan.push_back(std::move(item));
   }
-  if (!stale.empty()) {
-    std::string list;
-    for (const auto& s : stale) {
-      if (!list.empty()) list += "; ";
-      list += s;
-    }
+  if (!stale.empty())
     fail(
         "%s: finished point(s) in %s were run with another config: %s. Delete their "
         "directories to rerun them, or choose another --out",
-        spec.source.c_str(), spec.out.c_str(), list.c_str());
-  }
+        spec.source.c_str(), spec.out.c_str(), join(stale, "; ").c_str());
+  if (!longer.empty())
+    fail(
+        "%s: point(s) in %s have run past the train.steps asked for now: %s. Running them "
+        "from scratch would delete the longer run: raise train.steps to resume them, delete "
+        "their directories to rerun them, or choose another --out",
+        spec.source.c_str(), spec.out.c_str(), join(longer, "; ").c_str());
   return plan;
 }
 

@@ -50,15 +50,6 @@ const char* kind_of(const ordered_json& j) {
   }
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
-
 // Fails on any key of `obj` outside `known`, naming the path.
 void check_keys(const ordered_json& obj, const std::string& where,
                 const std::vector<std::string>& known) {
@@ -485,6 +476,15 @@ SweepSpec parse_sweep_object(const ordered_json& j, const std::string& base_dir,
 }
 
 }  // namespace
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
 
 const char* sweep_launcher_name(SweepLauncherKind kind) {
   switch (kind) {

@@ -29,6 +29,9 @@ struct SweepLauncher {
 
 const char* sweep_launcher_name(SweepLauncherKind kind);
 
+// The strings of v separated by sep ("a; b").
+std::string join(const std::vector<std::string>& v, const char* sep);
+
 struct SweepPoint {
   std::string name;
   std::string dir;                       // OUT/NAME (the run's train.out_dir)

@@ -268,6 +268,13 @@ sed -i 's/"train.steps": 3,/"train.steps": 6,/' "$WORK/s8c.json"
   && [[ "$(status_of "$WORK/o8c" grow)" == finished ]] \
   && [[ "$(grep -o '"step":[0-9]*,"time_s"\|"loss"' "$WORK/o8c/grow/metrics.jsonl" | grep -c loss)" == 6 ]] \
   && pass "... and continues to step 6, every step logged once" || fail "8c rerun: $(tail -5 "$WORK/run8c.log")"
+# Lowering train.steps below the newest checkpoint must not restart (and so delete) the longer run.
+sed 's/"train.steps": 6,/"train.steps": 4,/' "$WORK/s8c.json" >"$WORK/s8c-short.json"
+expect_error "train.steps lowered below the newest checkpoint" \
+  'have run past the train.steps asked for now: grow \(checkpoint at step 6, train.steps 4 now\)' \
+  "$GOSSAMER" sweep "$WORK/s8c-short.json" --out "$WORK/o8c"
+[[ -d "$WORK/o8c/grow/checkpoints/step_00000006" ]] && pass "... and the longer run is kept" \
+  || fail "the 6-step run was deleted"
 sed -i 's/"points": \[{"name": "grow"}\]/"points": [{"name": "grow", "set": {"optimizer.lr": 0.0005}}]/' "$WORK/s8c.json"
 sed -i 's/"train.steps": 6,/"train.steps": 9,/' "$WORK/s8c.json"
 "$GOSSAMER" sweep "$WORK/s8c.json" --out "$WORK/o8c" --dry-run | grep -q '^grow: restart (unfinished run of another config, optimizer.lr' \
