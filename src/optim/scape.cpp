@@ -28,7 +28,9 @@ std::unique_ptr<Optimizer> make_scape(const OptimizerSetup& setup) {
 void ScapeConfig::validate(const std::string& p) const {
   GOSSAMER_CHECK(sparsity >= 0 && sparsity < 1, "%ssparsity: must lie in [0, 1), found %g",
                  p.c_str(), sparsity);
-  GOSSAMER_CHECK(dense_warmup_steps >= 0, "%sdense_warmup_steps: must be >= 0", p.c_str());
+  GOSSAMER_CHECK(dense_warmup_steps >= kDenseWarmupFromSchedule,
+                 "%sdense_warmup_steps: must be >= 0, or -1 for schedule.warmup_steps, found %lld",
+                 p.c_str(), (long long)dense_warmup_steps);
   GOSSAMER_CHECK(dense_refresh_every >= 0, "%sdense_refresh_every: must be >= 0", p.c_str());
   GOSSAMER_CHECK(catch_up_max >= 1 && catch_up_max <= 1000000,
                  "%scatch_up_max: must lie in [1, 1000000], found %lld", p.c_str(),
@@ -124,6 +126,9 @@ Scape::Scape(const OptimizerSetup& setup)
                  setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
+  GOSSAMER_CHECK(sc_.dense_warmup_steps >= 0,
+                 "optimizer.scape.dense_warmup_steps: -1 (the lr warm-up) must be resolved by the "
+                 "run config before the optimizer is made");
   const size_t owned = own_.size;
   m_ = HostBuffer<float>(owned);
   if (use_residual_) residual_ = HostBuffer<float>(total_);

@@ -24,7 +24,10 @@ enum class ErrorFeedback {
 
 struct ScapeConfig {
   double sparsity = 0.99;
-  int64_t dense_warmup_steps = 0;
+  // -1: as many dense steps as the lr warm-up (schedule.warmup_steps), resolved when the run
+  // config is parsed (train/run_config.cpp).
+  static constexpr int64_t kDenseWarmupFromSchedule = -1;
+  int64_t dense_warmup_steps = kDenseWarmupFromSchedule;
   int64_t dense_refresh_every = 0;
   MaskScore mask_score = MaskScore::MASK_SCORE_MOMENTUM;
   MaskWire mask_encoding = MaskWire::MASK_WIRE_AUTO;
@@ -49,7 +52,8 @@ struct ScapeConfig {
       "fraction of coordinates NOT communicated per step (0.9, 0.99; 0 = dense AdamS)");
     v("dense_warmup_steps", dense_warmup_steps,
       "the first N steps are dense AdamS steps (the momentum that scores the mask is zero at "
-      "the start)");
+      "the start); -1: as many as schedule.warmup_steps, the lr warm-up (docs/RESULTS.md: "
+      "switching to sparse steps before the lr warm-up ends costs SCAPE several percent)");
     v("dense_refresh_every", dense_refresh_every,
       "every N-th step is dense, flushing all residuals (0: never)");
     v("mask_score", mask_score,

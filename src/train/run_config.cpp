@@ -98,6 +98,9 @@ RunConfig parse_run_config(const json& j, const std::string& source) {
   RunConfig c;
   ConfigReader reader{j, source, {}};
   c.visit_sections(reader);
+  // Defaults that follow another key are resolved here, so a run's saved config holds values.
+  if (c.optimizer.scape.dense_warmup_steps == optim::ScapeConfig::kDenseWarmupFromSchedule)
+    c.optimizer.scape.dense_warmup_steps = c.schedule.warmup_steps;
   for (const auto& [key, value] : j.items()) {
     bool ok = false;
     for (const auto& s : reader.sections) ok = ok || s == key;

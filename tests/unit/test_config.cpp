@@ -194,12 +194,31 @@ TEST(RunConfig, SetRefusesAWholeSection) {
   std::remove(path.c_str());
 }
 
+TEST(RunConfig, DenseWarmupDefaultsToTheLrWarmup) {
+  json j = json::parse(R"({"optimizer": {"name": "scape"}, "schedule": {"warmup_steps": 40}})");
+  EXPECT_EQ(train::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 40);
+  j["optimizer"]["scape"]["dense_warmup_steps"] = 7;  // an explicit value is kept
+  EXPECT_EQ(train::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 7);
+  j["optimizer"]["scape"]["dense_warmup_steps"] = 0;
+  EXPECT_EQ(train::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 0);
+  j["optimizer"]["scape"]["dense_warmup_steps"] = -1;
+  train::RunConfig c = train::parse_run_config(j, "x");
+  EXPECT_EQ(c.optimizer.scape.dense_warmup_steps, 40);
+  // The saved config holds the value the run used.
+  EXPECT_EQ(train::to_json(c)["optimizer"]["scape"]["dense_warmup_steps"], 40);
+  j["optimizer"]["scape"]["dense_warmup_steps"] = -2;
+  train::RunConfig bad = train::parse_run_config(j, "x");
+  EXPECT_NE(error_of([&] { bad.validate(1); }).find("dense_warmup_steps: must be >= 0, or -1"),
+            std::string::npos);
+}
+
 TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
   train::RunConfig c;
   c.model.n_layer = 7;
   c.train.out_dir = "somewhere";
   c.optimizer.name = "scape";
   c.optimizer.scape.reading = optim::ScapeReading::SCAPE_READING_B;
+  c.optimizer.scape.dense_warmup_steps = 3;  // resolved (-1 is resolved on parsing, below)
   json j = train::to_json(c);
   EXPECT_EQ(j["optimizer"]["scape"]["reading"], "B");  // enums are written by name
   EXPECT_EQ(j["optimizer"]["adams"]["form"], "code");
