@@ -151,6 +151,16 @@ Scape::Scape(const OptimizerSetup& setup)
   for (const OwnedRun& r : owned_runs(setup.layout, own_))
     if (r.decay)
       std::fill(decay_.begin() + ptrdiff_t(r.local), decay_.begin() + ptrdiff_t(r.local + r.n), 1);
+  if (sc_.mask_per_tensor) {
+    const auto& views = setup.layout.views();
+    for (const ShardPiece& piece : own_.pieces)
+      for (size_t v = 0; v < views.size(); ++v) {
+        const size_t lo = std::max(piece.begin, views[v].offset);
+        const size_t hi = std::min(piece.end, views[v].offset + views[v].numel);
+        if (lo < hi) tensor_runs_.push_back({piece.local + (lo - piece.begin), hi - lo, v});
+      }
+    tensor_sq_.assign(views.size(), 0.0);
+  }
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
   own_global_ = all_owned_;
@@ -279,6 +289,28 @@ double Scape::take_mask(bool have_mask, double* exchange_s) {
   return waited;
 }
 
+// optimizer.scape.mask_per_tensor: scores /= RMS of the scores of the coordinate's tensor (its
+// owned part); a tensor whose scores are all zero stays zero.
+void Scape::normalise_scores_per_tensor(float* scores) {
+  std::fill(tensor_sq_.begin(), tensor_sq_.end(), 0.0);
+  std::vector<double> count(tensor_sq_.size(), 0.0);
+  for (const TensorRun& r : tensor_runs_) {
+    double sq = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : sq) if (r.n >= 65536)
+    for (size_t i = 0; i < r.n; ++i) sq += double(scores[r.local + i]) * scores[r.local + i];
+    tensor_sq_[r.tensor] += sq;
+    count[r.tensor] += double(r.n);
+  }
+  for (const TensorRun& r : tensor_runs_) {
+    const double rms = std::sqrt(tensor_sq_[r.tensor] / count[r.tensor]);
+    if (!(rms > 0)) continue;
+    const float inv = float(1.0 / rms);
+    float* s = scores + r.local;
+#pragma omp parallel for simd schedule(static) if (r.n >= 65536)
+    for (size_t i = 0; i < r.n; ++i) s[i] *= inv;
+  }
+}
+
 // The mask of step t+1 from `scores` of the owned slice (filled here for the momentum
 // scores); its exchange overlaps step t+1's compute.
 void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
@@ -314,6 +346,7 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[G[i]]);
   }
+  if (sc_.mask_per_tensor) normalise_scores_per_tensor(scores.data());
   if (sc_.mask_age_bonus > 0) {  // exploration: long-unselected coordinates score higher
     const float k = float(sc_.mask_age_bonus), now = float(t);
     const float* last = last_.data();

@@ -100,6 +100,7 @@ class Scape final : public ShardedOptimizer {
   void distribute(float* flat, const Reduced& r, bool dense);
   void apply_stale_moves(double lr, bool dense);
   void select_next_mask(int64_t t, std::vector<float>& scores);
+  void normalise_scores_per_tensor(float* scores);
   void launch_mask_exchange(MaskEncoding encoding);
   void finish_mask_exchange();
   // Reading B and "momentum" feedback: u_r = beta1 u_r + (1 - beta1) clip(g); returns u_r, sets
@@ -128,6 +129,13 @@ class Scape final : public ShardedOptimizer {
   double residual_sq_ = 0;      // squared norm of the residual after this step's accumulation
   std::vector<float> den_sq_;   // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
   std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
+  // mask_per_tensor: the owned runs of each tensor ({local offset, length, tensor}) and a
+  // scratch sum of squares per tensor.
+  struct TensorRun {
+    size_t local, n, tensor;
+  };
+  std::vector<TensorRun> tensor_runs_;
+  std::vector<double> tensor_sq_;
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces

@@ -40,6 +40,7 @@ struct ScapeConfig {
   bool lazy_weight_decay = false;
   bool residual_keeps_clipped = false;
   double mask_age_bonus = 0;
+  bool mask_per_tensor = false;
   bool stale_momentum = false;
   bool log_selection_by_tensor = false;
   double shard_block_kb = 64;
@@ -99,6 +100,11 @@ struct ScapeConfig {
     v("mask_age_bonus", mask_age_bonus,
       "k >= 0: the mask score is multiplied by 1 + k * (steps since the coordinate's last "
       "update), so long-unselected coordinates are explored (0: off)");
+    v("mask_per_tensor", mask_per_tensor,
+      "each coordinate's mask score is divided by the root mean square of the scores of its "
+      "tensor (over the part this rank owns), so the top-k takes about the same fraction of "
+      "every tensor, as DGC's per-layer top-k does (false: one top-k over the raw scores, "
+      "which favours the tensors with the largest gradients)");
     v("sparsity_ramp_steps", sparsity_ramp_steps,
       "after the dense warm-up, the sparsity rises from ramp_start_sparsity to sparsity "
       "geometrically in density over this many steps, as DGC ramps 75% -> 99.9% (0: it jumps)");

@@ -41,6 +41,7 @@ json value_before_key(const std::string& key) {
       {"optimizer.scape.lazy_weight_decay", false},
       {"optimizer.scape.residual_keeps_clipped", false},
       {"optimizer.scape.mask_age_bonus", 0.0},
+      {"optimizer.scape.mask_per_tensor", false},
       {"optimizer.scape.stale_momentum", false},
       {"optimizer.scape.sparsity_ramp_steps", 0},
       {"optimizer.scape.ramp_start_sparsity", 0.75},

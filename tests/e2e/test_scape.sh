@@ -68,6 +68,10 @@ bytes_check s99-np4-z1 4 0.99 1 3075
 run s99-np4-stale 4 --set data.micro_batch=1 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 \
   --set optimizer.scape.stale_momentum=true
 bytes_check s99-np4-stale 4 0.99 1 16000 2
+# Scores normalised per tensor, over pieces that cut across tensors: the same k per rank.
+run s99-np2-pertensor 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 \
+  --set optimizer.scape.shard_block_kb=12.3 --set optimizer.scape.mask_per_tensor=true
+bytes_check s99-np2-pertensor 2 0.99 1 3075
 run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0
 bytes_check s99-np2-z0 2 0.99 0
 run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.scape.mask_score=gradient

@@ -251,6 +251,29 @@ TEST(Scape, ResidualKeepsWhatIsNotSentAndClearsWhatIs) {
   EXPECT_EQ(s2->state_bytes(), 2 * f.layout.total() * sizeof(float));  // m and update steps
 }
 
+// mask_per_tensor: a tensor whose gradients are 10^4 times smaller gets no share of one raw top-k,
+// and about its share of the coordinates once every score is divided by its tensor's RMS.
+TEST(Scape, MaskPerTensorGivesEveryTensorItsShare) {
+  auto selected_in_w = [](bool per_tensor) {
+    Fixture f;  // w: 900 coordinates, then b: 101; k = ceil(0.1 * 1001) = 101
+    f.cfg.scape.dense_warmup_steps = 1;
+    f.cfg.scape.mask_per_tensor = per_tensor;
+    std::vector<float> p = random_vector(f.layout.total(), 4);
+    auto s = f.make(p);
+    std::vector<float> g = random_vector(f.layout.total(), 5);
+    for (size_t i = 0; i < 900; ++i) g[i] *= 1e-4f;
+    s.step(g, 1, 1e-2);  // dense; the mask of step 2 is selected from m = (1 - beta1) g
+    size_t in_w = 0;
+    for (uint32_t i : s->next_mask_shard()) in_w += i < 900;
+    EXPECT_EQ(s->next_mask_shard().size(), 101u);
+    return in_w;
+  };
+  EXPECT_EQ(selected_in_w(false), 0u);  // all 101 go to b
+  const size_t in_w = selected_in_w(true);
+  EXPECT_GE(in_w, 70u);  // about 90 of 101 (w is 89.9% of the coordinates)
+  EXPECT_LE(in_w, 98u);
+}
+
 // The indexed AdamS kernel on four coordinates, against the formulas written out in double:
 // one updated the step before (a = 1), one unselected for a = 4 steps, one of unknown age
 // (-1: counted as a = 1), one without weight decay; with and without the age normaliser and
