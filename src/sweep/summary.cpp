@@ -210,11 +210,13 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
       for (const auto& [key, value] : keys.items()) {
         if (section == "train" && key == "out_dir") continue;
         const std::string dotted = section + "." + key;
-        const json* have = find_path(run, dotted);
-        if (have && *have == value) continue;
-        const std::string diff =
-            strprintf("%s: %s in the run, %s now", dotted.c_str(),
-                      have ? have->dump().c_str() : "absent", value.dump().c_str());
+        // A key the run predates compares as the behaviour it ran with (train/resume_check.h),
+        // or as anything when that is not recorded: a newer binary's keys do not make every
+        // finished point stale.
+        const json have = train::saved_value(run, dotted);
+        if (have.is_null() || have == value) continue;
+        const std::string diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
+                                           have.dump().c_str(), value.dump().c_str());
         if (s.config_diff.empty()) s.config_diff = diff;
         if (!train::change_is_harmless_on_resume(dotted)) {
           s.definition_diff = diff;

@@ -53,6 +53,11 @@ json value_before_key(const std::string& key) {
 
 }  // namespace
 
+json saved_value(const json& saved, const std::string& key) {
+  json v = value_at(saved, key);
+  return v.is_null() ? value_before_key(key) : v;
+}
+
 bool change_is_harmless_on_resume(const std::string& key) {
   // Whole sections that do not define what is trained, then single keys.
   for (std::string_view section : {"kernels.", "metrics.", "parallel."})
@@ -80,8 +85,7 @@ void check_resume_changes(const json& saved, const json& now, int64_t saved_toke
   };
   for (const std::string& key : keys) {
     const json after = value_at(now, key);
-    json before = value_at(saved, key);
-    if (before.is_null() && !after.is_null()) before = value_before_key(key);
+    const json before = after.is_null() ? value_at(saved, key) : saved_value(saved, key);
     if (before == after || before.is_null()) continue;  // null: a key the checkpoint predates
     const std::string was = before.dump(), is = after.dump();
     if (change_is_harmless_on_resume(key)) {

@@ -22,6 +22,10 @@ namespace gossamer::train {
 // Whether a change of this config key leaves the run the same run (see above).
 bool change_is_harmless_on_resume(const std::string& key);
 
+// The value of dotted `key` in a saved (resolved) config; for a key the config predates, the
+// value it ran with where that is recorded; null when neither (compare as "anything").
+nlohmann::json saved_value(const nlohmann::json& saved, const std::string& key);
+
 // Compares the config stored in the checkpoint with this run's resolved config (leaf by leaf,
 // over every key the config knows) and the checkpoint's global batch (tokens per step, 0 when
 // unknown) with this run's. Logs the allowed changes; throws gossamer::Error naming the first
