@@ -73,6 +73,20 @@ void ScapeConfig::validate(const std::string& p) const {
 
 namespace {
 
+// The owned runs of every tensor: {local offset, length, view index}, pieces in order.
+std::vector<Scape::TensorRun> tensor_runs_of(const model::ParamLayout& layout,
+                                             const OwnedShard& own) {
+  std::vector<Scape::TensorRun> runs;
+  const auto& views = layout.views();
+  for (const ShardPiece& piece : own.pieces)
+    for (size_t v = 0; v < views.size(); ++v) {
+      const size_t lo = std::max(piece.begin, views[v].offset);
+      const size_t hi = std::min(piece.end, views[v].offset + views[v].numel);
+      if (lo < hi) runs.push_back({piece.local + (lo - piece.begin), hi - lo, v});
+    }
+  return runs;
+}
+
 // Rank-local (packed) indices of a sorted mask to flat indices, in place, walking the rank's
 // pieces (in flat = local order). Stays sorted.
 void local_to_global(const std::vector<ShardPiece>& pieces, uint32_t* idx, size_t n) {
@@ -152,14 +166,8 @@ Scape::Scape(const OptimizerSetup& setup)
     if (r.decay)
       std::fill(decay_.begin() + ptrdiff_t(r.local), decay_.begin() + ptrdiff_t(r.local + r.n), 1);
   if (sc_.mask_per_tensor) {
-    const auto& views = setup.layout.views();
-    for (const ShardPiece& piece : own_.pieces)
-      for (size_t v = 0; v < views.size(); ++v) {
-        const size_t lo = std::max(piece.begin, views[v].offset);
-        const size_t hi = std::min(piece.end, views[v].offset + views[v].numel);
-        if (lo < hi) tensor_runs_.push_back({piece.local + (lo - piece.begin), hi - lo, v});
-      }
-    tensor_sq_.assign(views.size(), 0.0);
+    tensor_runs_ = tensor_runs_of(setup.layout, own_);
+    tensor_sq_.assign(setup.layout.views().size(), 0.0);
   }
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);

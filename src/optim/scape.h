@@ -37,6 +37,9 @@ std::unique_ptr<Optimizer> make_scape(const OptimizerSetup& setup);
 
 class Scape final : public ShardedOptimizer {
  public:
+  struct TensorRun {  // a tensor's part of an owned piece (local offset, length, view index)
+    size_t local, n, tensor;
+  };
   explicit Scape(const OptimizerSetup& setup);
   ~Scape() override;
 
@@ -129,11 +132,7 @@ class Scape final : public ShardedOptimizer {
   double residual_sq_ = 0;      // squared norm of the residual after this step's accumulation
   std::vector<float> den_sq_;   // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
   std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
-  // mask_per_tensor: the owned runs of each tensor ({local offset, length, tensor}) and a
-  // scratch sum of squares per tensor.
-  struct TensorRun {
-    size_t local, n, tensor;
-  };
+  // mask_per_tensor: the owned runs of each tensor and a scratch sum of squares per tensor.
   std::vector<TensorRun> tensor_runs_;
   std::vector<double> tensor_sq_;
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps

@@ -114,6 +114,24 @@ std::string format_seconds(double s) {
   return strprintf("%.1f min", s / 60);
 }
 
+// Fails, before anything runs, when points would be rerun over runs they do not match:
+// finished with another config (`stale`) or run past train.steps (`longer`, which a restart
+// would delete).
+void refuse_unsafe_points(const SweepSpec& spec, const std::vector<std::string>& stale,
+                          const std::vector<std::string>& longer) {
+  if (!stale.empty())
+    fail(
+        "%s: finished point(s) in %s were run with another config: %s. Delete their "
+        "directories to rerun them, or choose another --out",
+        spec.source.c_str(), spec.out.c_str(), join(stale, "; ").c_str());
+  if (!longer.empty())
+    fail(
+        "%s: point(s) in %s have run past the train.steps asked for now: %s. Running them "
+        "from scratch would delete the longer run: raise train.steps to resume them, delete "
+        "their directories to rerun them, or choose another --out",
+        spec.source.c_str(), spec.out.c_str(), join(longer, "; ").c_str());
+}
+
 }  // namespace
 
 std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& self_exe) {
@@ -168,17 +186,7 @@ std::vector<SweepPlanItem> plan_sweep(const SweepSpec& spec, const std::string& 
     item.argv = wrap(spec.launcher, item.train_argv);
     plan.push_back(std::move(item));
   }
-  if (!stale.empty())
-    fail(
-        "%s: finished point(s) in %s were run with another config: %s. Delete their "
-        "directories to rerun them, or choose another --out",
-        spec.source.c_str(), spec.out.c_str(), join(stale, "; ").c_str());
-  if (!longer.empty())
-    fail(
-        "%s: point(s) in %s have run past the train.steps asked for now: %s. Running them "
-        "from scratch would delete the longer run: raise train.steps to resume them, delete "
-        "their directories to rerun them, or choose another --out",
-        spec.source.c_str(), spec.out.c_str(), join(longer, "; ").c_str());
+  refuse_unsafe_points(spec, stale, longer);
   return plan;
 }
 
