@@ -140,9 +140,12 @@ Scape::Scape(const OptimizerSetup& setup)
                  setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
-  GOSSAMER_CHECK(sc_.dense_warmup_steps >= 0,
-                 "optimizer.scape.dense_warmup_steps: -1 (the lr warm-up) must be resolved by the "
-                 "run config before the optimizer is made");
+  if (sc_.dense_warmup_steps < 0) {  // only when built from a config that was not parsed
+    log_warn(
+        "scape: optimizer.scape.dense_warmup_steps -1 (the lr warm-up) was not resolved "
+        "against a schedule (train/run_config.cpp does): no dense warm-up steps");
+    sc_.dense_warmup_steps = 0;
+  }
   const size_t owned = own_.size;
   m_ = HostBuffer<float>(owned);
   if (use_residual_) residual_ = HostBuffer<float>(total_);
