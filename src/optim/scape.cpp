@@ -140,6 +140,14 @@ Scape::Scape(const OptimizerSetup& setup)
                  setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
+  // Unsharded, every rank selects the whole mask itself: only from what all ranks share.
+  GOSSAMER_CHECK(sharded_ || world_ == 1 || sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM ||
+                     (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && !use_residual_),
+                 "optimizer.scape.mask_score: \"%s\" scores with each rank's own residual or "
+                 "gradient, so at parallel.zero_stage 0 (every rank selects the whole mask itself) "
+                 "the ranks' masks would differ; use parallel.zero_stage 1 (each owner selects its "
+                 "shard's mask and sends it) or mask_score \"momentum\"",
+                 std::string(enum_name(sc_.mask_score)).c_str());
   if (sc_.dense_warmup_steps < 0) {  // only when built from a config that was not parsed
     log_warn(
         "scape: optimizer.scape.dense_warmup_steps -1 (the lr warm-up) was not resolved "

@@ -35,6 +35,7 @@ json value_at(const json& config, const std::string& key) {
 // being taken silently. Keys not listed here compare as "anything" when absent.
 json value_before_key(const std::string& key) {
   static const std::pair<const char*, json> kBefore[] = {
+      {"optimizer.scape.mask_score", "momentum"},
       {"optimizer.scape.normaliser", "step"},
       {"optimizer.scape.error_feedback", "gradient"},
       {"optimizer.scape.momentum_factor_masking", true},

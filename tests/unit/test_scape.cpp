@@ -73,6 +73,11 @@ struct Fixture {
     cfg.grad_clip = 0;
     cfg.scape.sparsity = 0.9;
     cfg.scape.dense_warmup_steps = 2;
+    // The specified reading (the tests below check its formulas; those of the switches set
+    // them), not the defaults.
+    cfg.scape.mask_score = optim::MaskScore::MASK_SCORE_MOMENTUM;
+    cfg.scape.normaliser = optim::ScapeNormaliser::SCAPE_NORMALISER_STEP;
+    cfg.scape.mask_age_bonus = 0;
   }
   Stepper<optim::Scape> make(std::vector<float>& params) {
     return {std::make_unique<optim::Scape>(
