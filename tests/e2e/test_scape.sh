@@ -76,7 +76,7 @@ run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --
 bytes_check s99-np2-z0 2 0.99 0
 # Unsharded, every rank selects the mask itself: scores from a rank's own residual would differ.
 expect_error "momentum_residual at zero_stage 0 refused" \
-  'optimizer.scape.mask_score: "momentum_residual" scores with each rank.s own residual' \
+  '^\[error\] optimizer.scape.mask_score: "momentum_residual" scores with each rank.s own residual' \
   mpirun_np 2 "$G" train -c $TINY "${common[@]}" "${scape[@]}" --out "$WORK/mr-z0" --set data.micro_batch=2 \
   --set parallel.zero_stage=0 --set optimizer.scape.mask_score=momentum_residual
 run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.scape.mask_score=gradient
