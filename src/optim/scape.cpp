@@ -179,6 +179,8 @@ Scape::Scape(const OptimizerSetup& setup)
   if (sc_.mask_per_tensor) {
     tensor_runs_ = tensor_runs_of(setup.layout, own_);
     tensor_sq_.assign(setup.layout.views().size(), 0.0);
+    tensor_owned_.assign(setup.layout.views().size(), 0.0);
+    for (const TensorRun& r : tensor_runs_) tensor_owned_[r.tensor] += double(r.n);
   }
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
@@ -312,16 +314,14 @@ double Scape::take_mask(bool have_mask, double* exchange_s) {
 // owned part); a tensor whose scores are all zero stays zero.
 void Scape::normalise_scores_per_tensor(float* scores) {
   std::fill(tensor_sq_.begin(), tensor_sq_.end(), 0.0);
-  std::vector<double> count(tensor_sq_.size(), 0.0);
   for (const TensorRun& r : tensor_runs_) {
     double sq = 0;
 #pragma omp parallel for simd schedule(static) reduction(+ : sq) if (r.n >= 65536)
     for (size_t i = 0; i < r.n; ++i) sq += double(scores[r.local + i]) * scores[r.local + i];
     tensor_sq_[r.tensor] += sq;
-    count[r.tensor] += double(r.n);
   }
   for (const TensorRun& r : tensor_runs_) {
-    const double rms = std::sqrt(tensor_sq_[r.tensor] / count[r.tensor]);
+    const double rms = std::sqrt(tensor_sq_[r.tensor] / tensor_owned_[r.tensor]);
     if (!(rms > 0)) continue;
     const float inv = float(1.0 / rms);
     float* s = scores + r.local;

@@ -132,9 +132,10 @@ class Scape final : public ShardedOptimizer {
   double residual_sq_ = 0;      // squared norm of the residual after this step's accumulation
   std::vector<float> den_sq_;   // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
   std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
-  // mask_per_tensor: the owned runs of each tensor and a scratch sum of squares per tensor.
+  // mask_per_tensor: the owned runs of each tensor, the coordinates owned of each tensor and a
+  // scratch sum of squares per tensor.
   std::vector<TensorRun> tensor_runs_;
-  std::vector<double> tensor_sq_;
+  std::vector<double> tensor_owned_, tensor_sq_;
   std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
   std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
