@@ -11,8 +11,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -206,24 +209,33 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
   train::migrate_legacy_config(run);  // run directories written before optimizer sections
   s.has_run = run.is_object() || s.metrics.exists;
   if (run.is_object()) {
-    for (const auto& [section, keys] : point.config.items()) {
-      for (const auto& [key, value] : keys.items()) {
-        if (section == "train" && key == "out_dir") continue;
-        const std::string dotted = section + "." + key;
-        // A key the run predates compares as the behaviour it ran with (train/resume_check.h),
-        // or as anything when that is not recorded: a newer binary's keys do not make every
-        // finished point stale.
-        const json have = train::saved_value(run, dotted);
-        if (have.is_null() || have == value) continue;
-        const std::string diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
-                                           have.dump().c_str(), value.dump().c_str());
-        if (s.config_diff.empty()) s.config_diff = diff;
-        if (!train::change_is_harmless_on_resume(dotted)) {
-          s.definition_diff = diff;
-          break;
-        }
+    // Every leaf key of the point's config (sections nest: optimizer.scape.sparsity).
+    std::vector<std::pair<std::string, const json*>> leaves;
+    std::function<void(const json&, const std::string&)> walk = [&](const json& j,
+                                                                    const std::string& prefix) {
+      for (const auto& [key, value] : j.items()) {
+        const std::string dotted = prefix.empty() ? key : prefix + "." + key;
+        if (value.is_object())
+          walk(value, dotted);
+        else
+          leaves.emplace_back(dotted, &value);
       }
-      if (!s.definition_diff.empty()) break;
+    };
+    walk(point.config, "");
+    for (const auto& [dotted, value] : leaves) {
+      if (dotted == "train.out_dir") continue;
+      // A key the run predates compares as the behaviour it ran with (train/resume_check.h),
+      // or as anything when that is not recorded: a newer binary's keys do not make every
+      // finished point stale.
+      const json have = train::saved_value(run, dotted);
+      if (have.is_null() || have == *value) continue;
+      const std::string diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
+                                         have.dump().c_str(), value->dump().c_str());
+      if (s.config_diff.empty()) s.config_diff = diff;
+      if (!train::change_is_harmless_on_resume(dotted)) {
+        s.definition_diff = diff;
+        break;
+      }
     }
   }
   const json status = read_json_file(fs::path(point.dir) / "sweep_status.json");

@@ -261,6 +261,36 @@ TEST(Sweep, PlanSkipsFinishedResumesCheckpointedAndRestartsChangedConfigs) {
                {"finished point(s)", "done (optimizer.lr: 1.0 in the run"});
 }
 
+// Sections nest (optimizer.scape.*): a finished run is compared key by key at the leaves, so a
+// key inside a nested section that the run predates compares as the behaviour it ran with
+// (train/resume_check.h) and a changed one is named by its full path.
+TEST(Sweep, NestedKeysAreComparedOneByOne) {
+  TempDir dir;
+  auto s = make_sweep(R"({"base": {"train": {"steps": 4}, "optimizer": {"name": "scape"}},
+                          "points": [{"name": "old"}, {"name": "changed"}]})",
+                      dir.path());
+  ASSERT_TRUE(s.points[0].config["optimizer"]["scape"].contains("mask_per_tensor"));
+  for (const char* name : {"old", "changed"}) {
+    const fs::path run = fs::path(dir.path()) / name;
+    std::string lines;
+    for (int i = 1; i <= 4; ++i) lines += metrics_line(i, 10, 0, 0.1);
+    write(run / "metrics.jsonl", lines);
+    fs::create_directories(run / "checkpoints" / "step_00000004");
+  }
+  json old = s.points[0].config;
+  old["optimizer"]["scape"].erase("mask_per_tensor");  // a run made before the key existed
+  write(fs::path(dir.path()) / "old" / "config.json", old.dump());
+  json changed = s.points[1].config;
+  changed["optimizer"]["scape"]["sparsity"] = 0.5;
+  write(fs::path(dir.path()) / "changed" / "config.json", changed.dump());
+
+  EXPECT_EQ(sweep::inspect_point(s.points[0], {}).definition_diff, "");
+  const auto state = sweep::inspect_point(s.points[1], {});
+  EXPECT_NE(state.definition_diff.find("optimizer.scape.sparsity: 0.5 in the run"),
+            std::string::npos)
+      << state.definition_diff;
+}
+
 TEST(Sweep, MpirunLaunchWrapsTheTrainCommand) {
   auto s =
       make_sweep(R"({"launcher": {"kind": "mpirun", "ranks": 3, "args": ["--mca", "x", "y"]}})");
