@@ -140,14 +140,17 @@ Scape::Scape(const OptimizerSetup& setup)
                  setup.parallel.zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
-  // Unsharded, every rank selects the whole mask itself: only from what all ranks share.
-  GOSSAMER_CHECK(sharded_ || world_ == 1 || sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM ||
-                     (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && !use_residual_),
-                 "optimizer.scape.mask_score: \"%s\" scores with each rank's own residual or "
-                 "gradient, so at parallel.zero_stage 0 (every rank selects the whole mask itself) "
-                 "the ranks' masks would differ; use parallel.zero_stage 1 (each owner selects its "
-                 "shard's mask and sends it) or mask_score \"momentum\"",
-                 std::string(enum_name(sc_.mask_score)).c_str());
+  // Unsharded, every rank can select the whole mask itself only from what all ranks share (the
+  // replicated momentum); a score from a rank's own residual or gradient would differ by rank.
+  const bool own_score =
+      sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT ||
+      (sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && use_residual_);
+  mask_from_rank0_ = !sharded_ && world_ > 1 && own_score;
+  if (mask_from_rank0_)
+    log_info(
+        "scape: parallel.zero_stage 0 with mask_score \"%s\": rank 0 selects the mask from its "
+        "own residual and sends it to every rank (one-step delayed, like the sharded exchange)",
+        std::string(enum_name(sc_.mask_score)).c_str());
   if (sc_.dense_warmup_steps < 0) {  // only when built from a config that was not parsed
     log_warn(
         "scape: optimizer.scape.dense_warmup_steps -1 (the lr warm-up) was not resolved "
@@ -234,21 +237,25 @@ void Scape::micro_batch_begin(int index, int count) {
 // ---- the mask exchange --------------------------------------------------------------------
 
 void Scape::launch_mask_exchange(MaskEncoding encoding) {
-  if (!sharded_) {  // every rank selected the same full mask: nothing to exchange
+  if (!sharded_ && !mask_from_rank0_) {  // every rank selected the same full mask
     mask_ready_ = true;
     return;
   }
+  // Sharded: every owner sends its shard's mask; unsharded: rank 0 sends the whole mask.
   wire_encoding_ = encoding;
   wire_counts_.assign(size_t(world_), 0);
   size_t recv_total = 0;
   for (int q = 0; q < world_; ++q) {
-    const size_t n = shards_->size(q);
+    if (!sharded_ && q != 0) continue;
+    const size_t n = sharded_ ? shards_->size(q) : total_;
     wire_counts_[size_t(q)] = mask_bytes(encoding, k_of(q), n);
     recv_total += wire_counts_[size_t(q)];
   }
   const size_t owned = own_.size;
   wire_send_.resize(wire_counts_[size_t(rank_)]);
-  if (encoding == MaskEncoding::INDICES) {
+  if (wire_send_.empty()) {
+    // Unsharded, not rank 0: nothing to send.
+  } else if (encoding == MaskEncoding::INDICES) {
     GOSSAMER_CHECK(next_own_.size() == k_of(rank_), "scape: mask shard of %zu, expected %zu",
                    next_own_.size(), k_of(rank_));
     std::memcpy(wire_send_.data(), next_own_.data(), next_own_.size() * sizeof(uint32_t));
@@ -262,10 +269,25 @@ void Scape::launch_mask_exchange(MaskEncoding encoding) {
   mask_in_flight_ = true;
 }
 
+// Unsharded with the mask from rank 0: waits for it and takes it as this rank's next mask.
+void Scape::receive_rank0_mask() {
+  mask_work_.wait();
+  mask_in_flight_ = false;
+  if (rank_ == 0) return;
+  next_own_.clear();
+  if (wire_encoding_ == MaskEncoding::INDICES) {
+    next_own_.resize(wire_counts_[0] / sizeof(uint32_t));
+    std::memcpy(next_own_.data(), wire_recv_.data(), wire_counts_[0]);
+  } else {
+    decode_bitmap(wire_recv_.data(), total_, 0, next_own_);
+  }
+}
+
 void Scape::finish_mask_exchange() {
   cur_mask_.clear();
   cur_packed_.clear();
   if (!sharded_) {
+    if (mask_in_flight_) receive_rank0_mask();
     cur_mask_ = next_own_;  // local == global
     cur_packed_ = next_own_;
     cur_counts_.assign(size_t(world_), 0);
@@ -305,7 +327,7 @@ double Scape::take_mask(bool have_mask, double* exchange_s) {
   Stopwatch w;
   finish_mask_exchange();
   const double waited = w.seconds();
-  if (sharded_) *exchange_s = mask_work_.duration();
+  if (sharded_ || mask_from_rank0_) *exchange_s = mask_work_.duration();
   mask_ready_ = false;
   return waited;
 }
@@ -330,15 +352,9 @@ void Scape::normalise_scores_per_tensor(float* scores) {
   }
 }
 
-// The mask of step t+1 from `scores` of the owned slice (filled here for the momentum
-// scores); its exchange overlaps step t+1's compute.
-void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
-  mask_issue_bytes_ = 0;
-  if (dense_step(t + 1)) {
-    next_own_.clear();
-    return;
-  }
-  mask_density_ = density_at(t + 1);
+// The mask score of every owned coordinate as of the end of step t (the gradient score was
+// filled by step() before the reduction).
+void Scape::score_owned(int64_t t, std::vector<float>& scores) {
   const size_t owned = own_.size;
   const uint32_t* G = own_global_.data();  // flat index of each owned coordinate
   // Without a residual (reading B: the local momentum has taken every gradient already) nothing
@@ -373,7 +389,23 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < owned; ++i) sc[i] *= 1.0f + k * std::max(0.0f, now - last[i]);
   }
-  next_own_ = top_k_indices({scores.data(), owned}, k_of(rank_));
+}
+
+// The mask of step t+1 from `scores` of the owned slice (filled here for the momentum
+// scores); its exchange overlaps step t+1's compute.
+void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
+  mask_issue_bytes_ = 0;
+  if (dense_step(t + 1)) {
+    next_own_.clear();
+    return;
+  }
+  mask_density_ = density_at(t + 1);
+  if (mask_from_rank0_ && rank_ != 0) {
+    next_own_.clear();  // rank 0's arrives with the exchange
+  } else {
+    score_owned(t, scores);
+    next_own_ = top_k_indices({scores.data(), own_.size}, k_of(rank_));
+  }
   MaskEncoding enc = MaskEncoding::INDICES;
   if (sc_.mask_encoding == MaskWire::MASK_WIRE_BITMAP) {
     enc = MaskEncoding::BITMAP;
@@ -705,7 +737,8 @@ StepResult Scape::step(const StepContext& ctx) {
   std::vector<float> scores;
   double local_sq = 0;
   float* a = payload(&local_sq);
-  if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT) {
+  if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT &&
+      !(mask_from_rank0_ && rank_ != 0)) {
     const float* src = use_residual_ ? residual_.data() : grads_.data();
     scores.resize(own_.size);
     for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[own_global_[i]]);
@@ -760,6 +793,10 @@ void Scape::record_metrics(const StepFigures& fig) {
 // ---- checkpoint state ---------------------------------------------------------------------
 
 std::vector<StateTensor> Scape::state() {
+  if (mask_from_rank0_ && mask_in_flight_) {  // every rank saves rank 0's mask
+    receive_rank0_mask();
+    mask_ready_ = true;
+  }
   std::fill(mask_flags_.begin(), mask_flags_.end(), uint8_t{0});
   for (uint32_t i : next_own_) mask_flags_[i] = 1;
   has_mask_ = next_own_.empty() ? 0 : 1;

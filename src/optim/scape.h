@@ -11,10 +11,11 @@
 // (weight decay included; the others keep their value and momentum), and the updated values are
 // all-gathered sparsely and scattered into every replica. Dense steps (warm-up, periodic
 // refresh) are the same with the mask "everything". zero_stage 0 keeps m replicated: every
-// rank computes the same full mask, the compact buffer is all-reduced, and no parameter
-// exchange is needed. At world size 1 the same numerics run without communication.
-// Invariant: after step(), the parameters are bit-identical on every rank; the mask in use at
-// step t was computed from m after step t-1.
+// rank computes the same full mask (or, for a score from a rank's own residual or gradient,
+// rank 0 selects it and sends it, with the same one-step delay), the compact buffer is
+// all-reduced, and no parameter exchange is needed. At world size 1 the same numerics run without
+// communication. Invariant: after step(), the parameters are bit-identical on every rank; the mask
+// in use at step t was computed from m after step t-1.
 #pragma once
 
 #include <array>
@@ -104,7 +105,9 @@ class Scape final : public ShardedOptimizer {
   void apply_stale_moves(double lr, bool dense);
   void select_next_mask(int64_t t, std::vector<float>& scores);
   void normalise_scores_per_tensor(float* scores);
+  void score_owned(int64_t t, std::vector<float>& scores);
   void launch_mask_exchange(MaskEncoding encoding);
+  void receive_rank0_mask();
   void finish_mask_exchange();
   // Reading B and "momentum" feedback: u_r = beta1 u_r + (1 - beta1) clip(g); returns u_r, sets
   // this rank's squared gradient norm.
@@ -113,6 +116,9 @@ class Scape final : public ShardedOptimizer {
   ScapeConfig sc_;
   model::ParamLayout layout_;  // the tensors, for optimizer.scape.log_selection_by_tensor
   bool sharded_;               // zero_stage 1 with more than one rank
+  // zero_stage 0 at world size > 1 with a score from a rank's own residual or gradient: rank 0
+  // selects the whole mask and sends it (the ranks' own selections would differ).
+  bool mask_from_rank0_ = false;
   bool code_form_;
   double density_;              // 1 - sparsity, the target
   double mask_density_;         // of the mask being prepared (the ramp's value for the next step)

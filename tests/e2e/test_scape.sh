@@ -23,10 +23,10 @@ run() {  # NAME NP ARGS...
 # Analytic bytes of rank 0 on a sparse step (step 8), from the parameter count and the shard
 # block (rank r owns floor(n (r+1) / N) - floor(n r / N) of every block of n elements; the
 # default optimizer.scape.shard_block_kb, 64, is 16000 elements).
-bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS [PARAM_VALUES_PER_COORDINATE]]
+bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS [PARAM_VALUES_PER_COORDINATE [MASK_FROM_RANK0]]]
   node -e '
     const file = process.argv[1];
-    const [np, s, sharded, P, bucket, per] = process.argv.slice(2).map(Number);
+    const [np, s, sharded, P, bucket, per, rank0] = process.argv.slice(2).map(Number);
     const j = require("fs").readFileSync(file, "utf8").split("\n").filter(Boolean).map(JSON.parse).find((x) => x.step === 8 && "loss" in x);
     const o = j.optim, d = 1 - s;
     const part = (n, r) => Math.floor(n * (r + 1) / np) - Math.floor(n * r / np);
@@ -43,11 +43,12 @@ bytes_check() {  # NAME NP SPARSITY SHARDED [BLOCK_ELEMENTS [PARAM_VALUES_PER_CO
     const want = sharded
       ? {selected: K, grad: 4 * (K - k(0)), param: per * 4 * (np - 1) * k(0),
          mask: (np - 1) * (bits < idx ? Math.ceil(n(0) / 8) : 4 * k(0))}
-      : {selected: K, grad: 2 * (np - 1) / np * 4 * K, param: 0, mask: 0};
+      : {selected: K, grad: 2 * (np - 1) / np * 4 * K, param: 0,
+         mask: rank0 ? (np - 1) * Math.min(bits, idx) : 0};
     const got = {selected: o.selected, grad: o.grad_bytes, param: o.param_bytes, mask: o.mask_bytes};
     const ok = Object.keys(want).every((key) => want[key] === got[key]) && o.dense === 0;
     console.log(JSON.stringify({got, want})); process.exit(ok ? 0 : 1);' \
-    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" "${5:-16000}" "${6:-1}" >"$WORK/cmp" \
+    "$WORK/$1/metrics.jsonl" "$2" "$3" "$4" "$P" "${5:-16000}" "${6:-1}" "${7:-0}" >"$WORK/cmp" \
     && pass "$1: bytes = analytic $(cat "$WORK/cmp")" || fail "$1: bytes $(cat "$WORK/cmp")"
 }
 
@@ -74,11 +75,17 @@ run s99-np2-pertensor 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=
 bytes_check s99-np2-pertensor 2 0.99 1 3075
 run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0
 bytes_check s99-np2-z0 2 0.99 0
-# Unsharded, every rank selects the mask itself: scores from a rank's own residual would differ.
-expect_error "momentum_residual at zero_stage 0 refused" \
-  '^\[error\] optimizer.scape.mask_score: "momentum_residual" scores with each rank.s own residual' \
-  mpirun_np 2 "$G" train -c $TINY "${common[@]}" "${scape[@]}" --out "$WORK/mr-z0" --set data.micro_batch=2 \
-  --set parallel.zero_stage=0 --set optimizer.scape.mask_score=momentum_residual
+# Unsharded with a score from a rank's own residual: rank 0 selects the mask and sends it.
+run mr-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0 \
+  --set optimizer.scape.mask_score=momentum_residual
+bytes_check mr-np2-z0 2 0.99 0 16000 1 1
+grep -q 'rank 0 selects the mask from its own residual' "$WORK/mr-np2-z0.log" \
+  && pass "mr-np2-z0: the mask's source is logged" || fail "mr-np2-z0: no log line for the mask from rank 0"
+run mr-np2-z0-r6 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0 \
+  --set optimizer.scape.mask_score=momentum_residual --resume "$WORK/mr-np2-z0/checkpoints/step_00000006"
+cmp -s "$WORK/mr-np2-z0/checkpoints/step_00000012/model.safetensors" "$WORK/mr-np2-z0-r6/checkpoints/step_00000012/model.safetensors" \
+  && cmp -s "$WORK/mr-np2-z0/checkpoints/step_00000012/optimizer.safetensors" "$WORK/mr-np2-z0-r6/checkpoints/step_00000012/optimizer.safetensors" \
+  && pass "mr-np2-z0: resume at step 6 bit-identical (rank 0's mask saved)" || fail "mr-np2-z0: resume differs"
 run s90-np2-grad 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.9 --set parallel.zero_stage=1 --set optimizer.scape.mask_score=gradient
 
 # Sparsity 0 is dense AdamS under ZeRO-1.
