@@ -54,7 +54,8 @@ void ScapeConfig::validate(const std::string& p) const {
                            normaliser != ScapeNormaliser::SCAPE_NORMALISER_AGE);
   GOSSAMER_CHECK(feedback_a,
                  "%serror_feedback: \"replay\" and \"momentum\" need reading \"A\" with residual "
-                 "true and normaliser \"step\" or \"frozen\" (they divide the mass themselves)",
+                 "true and normaliser \"step\" or \"frozen\" (they divide the mass themselves; "
+                 "the default normaliser is \"age\")",
                  p.c_str());
   GOSSAMER_CHECK(reading == ScapeReading::SCAPE_READING_A ||
                      normaliser != ScapeNormaliser::SCAPE_NORMALISER_FROZEN,
@@ -652,7 +653,8 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
       .t = ctx.t,
       .code_form = code_form_,
       .catch_up_max = int(sc_.catch_up_max),
-      .age_normaliser = sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_AGE,
+      // Without a residual the value carries one step's gradient, whatever the age.
+      .age_normaliser = sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_AGE && use_residual_,
       .lazy_decay = sc_.lazy_weight_decay,
       .accumulated = accumulated_kind(sc_.error_feedback),
       .momentum_restarts = sc_.momentum_factor_masking && !dense,

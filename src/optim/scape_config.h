@@ -29,17 +29,17 @@ struct ScapeConfig {
   static constexpr int64_t kDenseWarmupFromSchedule = -1;
   int64_t dense_warmup_steps = kDenseWarmupFromSchedule;
   int64_t dense_refresh_every = 0;
-  MaskScore mask_score = MaskScore::MASK_SCORE_MOMENTUM;
+  MaskScore mask_score = MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL;
   MaskWire mask_encoding = MaskWire::MASK_WIRE_AUTO;
   bool residual = true;
   ScapeReading reading = ScapeReading::SCAPE_READING_A;
   int64_t catch_up_max = 1;
-  ScapeNormaliser normaliser = ScapeNormaliser::SCAPE_NORMALISER_STEP;
+  ScapeNormaliser normaliser = ScapeNormaliser::SCAPE_NORMALISER_AGE;
   ErrorFeedback error_feedback = ErrorFeedback::ERROR_FEEDBACK_GRADIENT;
   bool momentum_factor_masking = true;
   bool lazy_weight_decay = false;
   bool residual_keeps_clipped = false;
-  double mask_age_bonus = 0;
+  double mask_age_bonus = 0.01;
   bool mask_per_tensor = false;
   bool stale_momentum = false;
   bool log_selection_by_tensor = false;
@@ -58,10 +58,11 @@ struct ScapeConfig {
     v("dense_refresh_every", dense_refresh_every,
       "every N-th step is dense, flushing all residuals (0: never)");
     v("mask_score", mask_score,
-      "momentum: top-k of |m|; momentum_residual: top-k of |beta1 m + (1 - beta1) ranks e_r|, "
-      "the momentum after applying the pending residual (without a residual, as in reading B, "
-      "the same as momentum); gradient: top-k of the owner's residual-corrected local gradient "
-      "(the baseline)");
+      "momentum: top-k of |m| (the specified reading); momentum_residual (default): top-k of "
+      "|beta1 m + (1 - beta1) ranks e_r|, the momentum after applying the pending residual "
+      "(without a residual, as in reading B, the same as momentum); gradient: top-k of the "
+      "owner's residual-corrected local gradient (the baseline). At parallel.zero_stage 0 with "
+      "several ranks a score from a rank's residual is rank 0's, sent to every rank");
     v("mask_encoding", mask_encoding, "mask on the wire: auto (the smaller), indices or bitmap");
     v("residual", residual, "keep the unsent gradient mass (error feedback; reading A)");
     v("reading", reading,
@@ -73,9 +74,10 @@ struct ScapeConfig {
       "step per update)");
     v("normaliser", normaliser,
       "reading A: step: AdamS's normaliser sees the synchronised value as one gradient (the "
-      "specified reading); age: it sees the value divided by the steps since the coordinate's "
-      "last update, so an accumulated residual moves the coordinate in proportion to its mass "
-      "(ours); frozen: dense steps keep an average of AdamS's squared normaliser per "
+      "specified reading); age (default): it sees the value divided by the steps since the "
+      "coordinate's last update, so an accumulated residual moves the coordinate in proportion "
+      "to its mass (ours; without a residual the value is one step's and age is step); frozen: "
+      "dense steps keep an average of AdamS's squared normaliser per "
       "coordinate and sparse steps divide by its root, frozen (1-bit Adam's fix; docs/SCAPE.md)");
     v("error_feedback", error_feedback,
       "reading A: what the residual accumulates and how the owner applies it. gradient: the "
@@ -99,7 +101,7 @@ struct ScapeConfig {
       "coordinate's new one with its value (twice the parameter bytes; our reading)");
     v("mask_age_bonus", mask_age_bonus,
       "k >= 0: the mask score is multiplied by 1 + k * (steps since the coordinate's last "
-      "update), so long-unselected coordinates are explored (0: off)");
+      "update), so long-unselected coordinates are explored (0: off, the specified reading)");
     v("mask_per_tensor", mask_per_tensor,
       "each coordinate's mask score is divided by the root mean square of the scores of its "
       "tensor (over the part this rank owns), so the top-k takes about the same fraction of "

@@ -23,10 +23,21 @@ resume() {  # NAME NP SETS...
   fi
 }
 
+# SCAPE's defaults changed after these were written (docs/SCAPE.md): the runs continue only
+# with the specified reading they ran with, named here; without it the resume is refused.
+specified=(optimizer.scape.mask_score=momentum optimizer.scape.normaliser=step optimizer.scape.mask_age_bonus=0)
+expect_error "legacy SCAPE checkpoint under today's defaults" \
+  '^\[error\] --resume: optimizer.scape.mask_score is "momentum" in the checkpoint and "momentum_residual" now' \
+  mpirun_np 2 "$G" train -c "$A/base.json" --out "$WORK/scape-a-defaults" --resume "$A/scape-a/step_00000002" \
+  --set optimizer.name=scape --set optimizer.scape.sparsity=0.9 --set optimizer.scape.dense_warmup_steps=1 \
+  --set parallel.zero_stage=1
+
 resume adamw 1
 resume adams-zero1 2 optimizer.name=adams parallel.zero_stage=1
-resume scape-a 2 optimizer.name=scape optimizer.scape.sparsity=0.9 optimizer.scape.dense_warmup_steps=1 parallel.zero_stage=1
-resume scape-b 2 optimizer.name=scape optimizer.scape.sparsity=0.9 optimizer.scape.dense_warmup_steps=1 optimizer.scape.reading=B parallel.zero_stage=1
+resume scape-a 2 optimizer.name=scape optimizer.scape.sparsity=0.9 optimizer.scape.dense_warmup_steps=1 parallel.zero_stage=1 \
+  "${specified[@]}"
+resume scape-b 2 optimizer.name=scape optimizer.scape.sparsity=0.9 optimizer.scape.dense_warmup_steps=1 optimizer.scape.reading=B parallel.zero_stage=1 \
+  "${specified[@]}"
 
 # The config stored in an old checkpoint (flat optimizer keys) is still read by the tools.
 "$G" export-hf "$A/scape-a/step_00000002" "$WORK/hf" --no-tokenizer >"$WORK/export.log" 2>&1 \

@@ -73,7 +73,8 @@ bytes_check s99-np4-stale 4 0.99 1 16000 2
 run s99-np2-pertensor 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 \
   --set optimizer.scape.shard_block_kb=12.3 --set optimizer.scape.mask_per_tensor=true
 bytes_check s99-np2-pertensor 2 0.99 1 3075
-run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0
+run s99-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0 \
+  --set optimizer.scape.mask_score=momentum  # every rank selects the same mask itself
 bytes_check s99-np2-z0 2 0.99 0
 # Unsharded with a score from a rank's own residual: rank 0 selects the mask and sends it.
 run mr-np2-z0 2 --set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=0 \
@@ -115,7 +116,8 @@ done
 # Error feedback "momentum" (DGC's momentum correction with factor masking) and "replay" with the
 # frozen normaliser: replicas identical, reading A's bytes, resume bit-identical (the ranks' local
 # momenta and the frozen normalisers are restored).
-M=(--set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape.error_feedback=momentum)
+M=(--set data.micro_batch=2 --set optimizer.scape.sparsity=0.99 --set parallel.zero_stage=1 --set optimizer.scape.error_feedback=momentum
+   --set optimizer.scape.normaliser=step)
 run m99-np2 2 "${M[@]}"
 bytes_check m99-np2 2 0.99 1
 run m99-np2-r6 2 "${M[@]}" --resume "$WORK/m99-np2/checkpoints/step_00000006"

@@ -256,6 +256,23 @@ TEST(Scape, ResidualKeepsWhatIsNotSentAndClearsWhatIs) {
   EXPECT_EQ(s2->state_bytes(), 2 * f.layout.total() * sizeof(float));  // m and update steps
 }
 
+// Without a residual the synchronised value is one step's gradient whatever a coordinate's age,
+// so the age normaliser (the default) is the step normaliser there: the same parameters bit for
+// bit over sparse steps in which coordinates come back after several steps.
+TEST(Scape, AgeNormaliserWithoutResidualIsTheStepNormaliser) {
+  auto run = [](optim::ScapeNormaliser normaliser) {
+    Fixture f;
+    f.cfg.scape.residual = false;
+    f.cfg.scape.normaliser = normaliser;
+    std::vector<float> p = random_vector(f.layout.total(), 21);
+    auto s = f.make(p);
+    for (int64_t t = 1; t <= 8; ++t) s.step(random_vector(f.layout.total(), 30 + t), t, 1e-2);
+    return p;
+  };
+  const std::vector<float> step = run(optim::ScapeNormaliser::SCAPE_NORMALISER_STEP);
+  EXPECT_EQ(run(optim::ScapeNormaliser::SCAPE_NORMALISER_AGE), step);
+}
+
 // mask_per_tensor: a tensor whose gradients are 10^4 times smaller gets no share of one raw top-k,
 // and about its share of the coordinates once every score is divided by its tensor's RMS.
 TEST(Scape, MaskPerTensorGivesEveryTensorItsShare) {
