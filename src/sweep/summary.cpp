@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/atomic_file.h"
+#include "io/json_path.h"
 #include "sweep/plot_script.h"
 #include "sweep/process.h"
 #include "train/resume_check.h"
@@ -42,20 +43,6 @@ json read_json_file(const fs::path& path) {
   ss << in.rdbuf();
   json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   return j.is_discarded() ? json(nullptr) : j;
-}
-
-const json* find_path(const json& j, const std::string& dotted) {
-  const json* node = &j;
-  size_t start = 0;
-  while (true) {
-    if (!node->is_object()) return nullptr;
-    const size_t dot = dotted.find('.', start);
-    auto it = node->find(dotted.substr(start, dot == std::string::npos ? dot : dot - start));
-    if (it == node->end()) return nullptr;
-    node = &*it;
-    if (dot == std::string::npos) return node;
-    start = dot + 1;
-  }
 }
 
 std::string csv_field(const std::string& s) {
@@ -183,7 +170,7 @@ PointMetrics read_point_metrics(const std::string& run_dir, const std::vector<st
     }
     for (const auto& path : extra) {
       if (path.find('.') == std::string::npos) continue;  // top-level fields are collected above
-      const json* v = find_path(j, path);
+      const json* v = io::find_dotted(j, path);
       if (v && v->is_number()) m.numeric[path].push_back(v->get<double>());
     }
   }

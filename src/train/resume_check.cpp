@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/json_path.h"
 #include "train/run_config.h"
 
 namespace gossamer::train {
@@ -16,17 +17,8 @@ using nlohmann::json;
 
 // The value of a dotted key ("optimizer.scape.sparsity"), null when absent.
 json value_at(const json& config, const std::string& key) {
-  const json* node = &config;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = key.find('.', start);
-    if (!node->is_object()) return nullptr;
-    auto it = node->find(key.substr(start, dot == std::string::npos ? dot : dot - start));
-    if (it == node->end()) return nullptr;
-    if (dot == std::string::npos) return *it;
-    node = &*it;
-    start = dot + 1;
-  }
+  const json* v = io::find_dotted(config, key);
+  return v ? *v : json(nullptr);
 }
 
 // Keys added after checkpoints were first written, with the value every checkpoint without them

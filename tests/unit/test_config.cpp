@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "io/json_path.h"
 #include "optim/lr_schedule.h"
 #include "test_util.h"
 #include "train/run_config.h"
@@ -338,4 +339,18 @@ TEST(LrSchedule, WarmupThenCosineToTheFloor) {
   EXPECT_NEAR(optim::lr_at(s, 2.0, 60, 111), 1.1, 1e-12);
   s.decay = optim::Decay::DECAY_CONSTANT;
   EXPECT_DOUBLE_EQ(optim::lr_at(s, 2.0, 100, 111), 2.0);
+}
+
+TEST(JsonPath, DottedPathsWalkObjectsOnly) {
+  const nlohmann::json j = nlohmann::json::parse(
+      R"({"optimizer": {"scape": {"sparsity": 0.9}, "betas": [1, 2]}, "a.b": 1})");
+  const nlohmann::json* v = io::find_dotted(j, "optimizer.scape.sparsity");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(*v, 0.9);
+  EXPECT_EQ(io::find_dotted(j, "optimizer.scape"), &j["optimizer"]["scape"]);
+  EXPECT_EQ(io::find_dotted(j, "optimizer.scape.missing"), nullptr);
+  EXPECT_EQ(io::find_dotted(j, "optimizer.betas.0"), nullptr);  // arrays are not walked
+  EXPECT_EQ(io::find_dotted(j, "optimizer.scape.sparsity.x"), nullptr);
+  EXPECT_EQ(io::find_dotted(j, "a.b"), nullptr);  // a dot always separates keys
+  EXPECT_EQ(io::find_dotted(j, ""), nullptr);
 }
