@@ -121,24 +121,12 @@ kernels::Accumulated accumulated_kind(ErrorFeedback f) {
 
 }  // namespace
 
-Scape::Scape(const OptimizerSetup& setup)
-    : ShardedOptimizer(setup,
-                       /*sharded=*/setup.parallel.zero_stage >= 1 && setup.comm.size() > 1,
-                       size_t(setup.config.scape.shard_block_kb * 1000 / sizeof(float))),
-      sc_(setup.config.scape),
-      layout_(setup.layout),
-      sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
-      code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
-      density_(1.0 - sc_.sparsity),
-      mask_density_(density_),
-      reading_b_(sc_.reading == ScapeReading::SCAPE_READING_B),
-      use_residual_(!reading_b_ && sc_.residual),
-      momentum_feedback_(sc_.error_feedback == ErrorFeedback::ERROR_FEEDBACK_MOMENTUM),
-      local_clip_(reading_b_ || momentum_feedback_) {
-  GOSSAMER_CHECK(setup.parallel.zero_stage <= 1,
+// The parallel mode and the config agree; where the mask comes from at stage 0.
+void Scape::check_modes(int zero_stage) {
+  GOSSAMER_CHECK(zero_stage <= 1,
                  "parallel.zero_stage: scape shards like ZeRO-1 (1) or keeps its momentum "
                  "replicated (0); found %d",
-                 setup.parallel.zero_stage);
+                 zero_stage);
   GOSSAMER_CHECK(total_ < (size_t(1) << 32), "scape: %zu parameters exceed 32-bit mask indices",
                  total_);
   // Unsharded, every rank can select the whole mask itself only from what all ranks share (the
@@ -158,14 +146,31 @@ Scape::Scape(const OptimizerSetup& setup)
         "against a schedule (train/run_config.cpp does): no dense warm-up steps");
     sc_.dense_warmup_steps = 0;
   }
-  const size_t owned = own_.size;
-  m_ = HostBuffer<float>(owned);
-  if (use_residual_) residual_ = HostBuffer<float>(total_);
   if (reading_b_) {
     GOSSAMER_CHECK(sharded_ || world_ == 1,
                    "optimizer.scape.reading: \"B\" needs parallel.zero_stage 1 at world size > 1 "
                    "(each owner scores its mask from its own local momentum)");
   }
+}
+
+Scape::Scape(const OptimizerSetup& setup)
+    : ShardedOptimizer(setup,
+                       /*sharded=*/setup.parallel.zero_stage >= 1 && setup.comm.size() > 1,
+                       size_t(setup.config.scape.shard_block_kb * 1000 / sizeof(float))),
+      sc_(setup.config.scape),
+      layout_(setup.layout),
+      sharded_(setup.parallel.zero_stage >= 1 && setup.comm.size() > 1),
+      code_form_(setup.config.adams.form == AdamsForm::ADAMS_FORM_CODE),
+      density_(1.0 - sc_.sparsity),
+      mask_density_(density_),
+      reading_b_(sc_.reading == ScapeReading::SCAPE_READING_B),
+      use_residual_(!reading_b_ && sc_.residual),
+      momentum_feedback_(sc_.error_feedback == ErrorFeedback::ERROR_FEEDBACK_MOMENTUM),
+      local_clip_(reading_b_ || momentum_feedback_) {
+  check_modes(setup.parallel.zero_stage);
+  const size_t owned = own_.size;
+  m_ = HostBuffer<float>(owned);
+  if (use_residual_) residual_ = HostBuffer<float>(total_);
   if (reading_b_ || momentum_feedback_) local_m_ = HostBuffer<float>(total_);
   // Reading A starts "unknown" (-1: counted as updated the step before) so that a checkpoint
   // written before it kept update steps still loads; its dense first step sets every entry.

@@ -86,6 +86,7 @@ class Scape final : public ShardedOptimizer {
     int64_t grad_bytes = 0, param_bytes = 0, bytes_sent = 0;
     std::array<float, 4> sums{};  // over ranks: unsent residual^2, covered, age sum, known
   };
+  void check_modes(int zero_stage);
   void record_metrics(const StepFigures& fig);
   double take_mask(bool have_mask, double* exchange_s);
   float* payload(double* local_sq);
