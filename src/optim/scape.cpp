@@ -406,11 +406,11 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
     return;
   }
   mask_density_ = density_at(t + 1);
-  if (mask_from_rank0_ && rank_ != 0) {
-    next_own_.clear();  // rank 0's arrives with the exchange
-  } else {
+  if (selects_mask()) {
     score_owned(t, scores);
     next_own_ = top_k_indices({scores.data(), own_.size}, k_of(rank_));
+  } else {
+    next_own_.clear();  // rank 0's arrives with the exchange
   }
   MaskEncoding enc = MaskEncoding::INDICES;
   if (sc_.mask_encoding == MaskWire::MASK_WIRE_BITMAP) {
@@ -744,8 +744,7 @@ StepResult Scape::step(const StepContext& ctx) {
   std::vector<float> scores;
   double local_sq = 0;
   float* a = payload(&local_sq);
-  if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT &&
-      !(mask_from_rank0_ && rank_ != 0)) {
+  if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT && selects_mask()) {
     const float* src = use_residual_ ? residual_.data() : grads_.data();
     scores.resize(own_.size);
     for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[own_global_[i]]);

@@ -120,6 +120,7 @@ class Scape final : public ShardedOptimizer {
   // zero_stage 0 at world size > 1 with a score from a rank's own residual or gradient: rank 0
   // selects the whole mask and sends it (the ranks' own selections would differ).
   bool mask_from_rank0_ = false;
+  bool selects_mask() const { return !mask_from_rank0_ || rank_ == 0; }
   bool code_form_;
   double density_;              // 1 - sparsity, the target
   double mask_density_;         // of the mask being prepared (the ramp's value for the next step)

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <sstream>
 #include <utility>
@@ -196,20 +195,10 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
   train::migrate_legacy_config(run);  // run directories written before optimizer sections
   s.has_run = run.is_object() || s.metrics.exists;
   if (run.is_object()) {
-    // Every leaf key of the point's config (sections nest: optimizer.scape.sparsity).
-    std::vector<std::pair<std::string, const json*>> leaves;
-    std::function<void(const json&, const std::string&)> walk = [&](const json& j,
-                                                                    const std::string& prefix) {
-      for (const auto& [key, value] : j.items()) {
-        const std::string dotted = prefix.empty() ? key : prefix + "." + key;
-        if (value.is_object())
-          walk(value, dotted);
-        else
-          leaves.emplace_back(dotted, &value);
-      }
-    };
-    walk(point.config, "");
-    for (const auto& [dotted, value] : leaves) {
+    // Key by key, as the resume check compares them (sections nest: optimizer.scape.sparsity).
+    for (const std::string& dotted : train::config_key_paths()) {
+      const json* value = io::find_dotted(point.config, dotted);
+      if (!value) continue;  // a section of a method this point does not use
       if (dotted == "train.out_dir") continue;
       // A key the run predates compares as the behaviour it ran with (train/resume_check.h),
       // or as anything when that is not recorded: a newer binary's keys do not make every
