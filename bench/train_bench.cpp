@@ -16,6 +16,7 @@
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_usage.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "kernels/cpu/cpu_setup.h"
@@ -52,7 +53,8 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   model.init_weights(config.train.seed);
   auto optimizer = optim::make_optimizer({config.optimizer, config.parallel, model.layout(), ops,
                                           comm, comm, config.train.seed, config.train.steps});
-  optimizer->attach(model.params(), model.grads());
+  train::attach_optimizer(model, *optimizer);
+  reset_peak_resident();  // the peak of the steps: set-up's buffers given back do not count
 
   HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   Rng rng(config.train.seed, uint64_t(comm.rank()));
@@ -91,23 +93,27 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   const double machine_peak = mfu.peak_gflops() * world;  // each rank measured its own share
   if (comm.rank() == 0) {
     std::printf(
-        "| model | params | B | T | accum | ranks | threads/rank | zero | overlap | wire | step ms "
-        "(median) | min | max | fwd ms | bwd ms | optim ms | comm wait ms | sent MB/step | "
-        "tokens/s | GFLOP/s | sgemm peak GFLOP/s | MFU |\n");
+        "| model | params | optimizer | B | T | accum | ranks | threads/rank | zero | overlap | "
+        "wire "
+        "| step ms (median) | min | max | fwd ms | bwd ms | optim ms | comm wait ms | sent MB/step "
+        "| tokens/s | GFLOP/s | sgemm peak GFLOP/s | MFU | peak resident MiB in the steps (rank 0) "
+        "|\n");
     std::printf(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-        "\n");
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|-"
+        "--|"
+        "---|\n");
     std::printf(
-        "| L%d C%d H%d V%d | %.2fM | %d | %d | %lld | %d | %d | %d | %s | %s | %.1f | %.1f | %.1f "
-        "| %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f%% |\n",
+        "| L%d C%d H%d V%d | %.2fM | %s | %d | %d | %lld | %d | %d | %d | %s | %s | %.1f | %.1f "
+        "| %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f%% | %.1f |\n",
         config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
-        model.layout().total() / 1e6, B, T, (long long)accum, world, omp_get_max_threads(),
-        config.parallel.zero_stage, config.parallel.overlap ? "yes" : "no",
+        model.layout().total() / 1e6, optimizer->name(), B, T, (long long)accum, world,
+        omp_get_max_threads(), config.parallel.zero_stage, config.parallel.overlap ? "yes" : "no",
         std::string(enum_name(config.parallel.comm_dtype)).c_str(), 1e3 * med,
         1e3 * *std::min_element(step_s.begin(), step_s.end()),
         1e3 * *std::max_element(step_s.begin(), step_s.end()), 1e3 * median(fwd_s),
         1e3 * median(bwd_s), 1e3 * median(opt_s), 1e3 * median(wait_s), median(sent) / 1e6, tok_s,
-        achieved, machine_peak, 100.0 * utilisation);
+        achieved, machine_peak, 100.0 * utilisation,
+        double(peak_resident_bytes()) / double(1 << 20));
     std::fflush(stdout);
   }
   log_info("final loss %.4f (synthetic tokens; a sanity value, not a result)", loss);

@@ -1,5 +1,6 @@
 // AdamStep: the hyper-parameters of one Adam-family update, the last argument of the optimizer
-// ops (adamw_update, adams_update, adams_update_indexed, adams_update_from_momentum; kernels/ops.h,
+// ops (adamw_update, adamw_update_blocks, adams_update, adams_update_indexed,
+// adams_update_from_momentum; kernels/ops.h,
 // formulas in kernels/cpu/adamw.h and kernels/cpu/adams.h). One struct instead of a tail of
 // same-typed scalars, so that call sites name every value (designated initialisers) and two of
 // them cannot be swapped silently.
@@ -18,6 +19,14 @@ enum class Accumulated : uint8_t {
   ONE_GRADIENT,     // the gradient mass of a steps, applied as one AdamS step
   GRADIENT_REPLAY,  // the same mass, replayed as a steps of the constant gradient g / a
   MOMENTUM_SUM,     // the sum of the a momenta since the last update (DGC momentum correction)
+};
+
+// How adamw_update_blocks ramps a block in over its first warmup_steps steps (SMET's optimizer
+// warm-up for regrown weights, docs/SMET.md), with r = min(steps[j] / warmup_steps, 1).
+enum class WarmupRamp : uint8_t {
+  NONE,              // no ramp
+  MOMENTUM_INPLACE,  // the stored momentum is multiplied by r every step (compounds; SMET's code)
+  LR_RAMP,           // the step is multiplied by r; the momentum is not touched
 };
 
 // Read by every op: lr, beta1, beta2, eps, weight_decay, t.
@@ -50,6 +59,10 @@ struct AdamStep {
   // Read by adams_update_indexed only, with IndexedAdamsState::den_sq: the normaliser is
   // sqrt(den_sq) (frozen) instead of AdamS's; false: AdamS's, and den_sq tracks its square.
   bool frozen_normaliser = false;
+  // Read by adamw_update_blocks only: the warm-up ramp of a block over its first warmup_steps
+  // steps (values <= 1: no ramp).
+  WarmupRamp ramp = WarmupRamp::NONE;
+  int warmup_steps = 0;
 };
 
 // The owner's per-coordinate state that adams_update_indexed reads and updates, by the local

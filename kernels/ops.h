@@ -62,6 +62,10 @@ struct BasicOpTable {
   // op reads which field).
   void (*adamw_update)(Real* param, const Real* grad, Real* m, Real* v, size_t n,
                        const AdamStep& step);
+  void (*adamw_update_blocks)(Real* param, const Real* grad, Real* m, Real* v,
+                              const int32_t* blocks, const int32_t* steps, size_t n_blocks,
+                              size_t block_size, size_t n_param, Real* update_sq,
+                              const AdamStep& step);
   void (*adams_update)(Real* param, const Real* grad, Real* m, size_t n, const AdamStep& step);
   void (*adams_update_indexed)(Real* param, const uint32_t* pidx, const uint32_t* idx,
                                const Real* g, size_t k, const IndexedAdamsState<Real>& state,
@@ -98,6 +102,7 @@ struct BasicOpTable {
     f("crossentropy_forward", crossentropy_forward);
     f("crossentropy_backward", crossentropy_backward);
     f("adamw_update", adamw_update);
+    f("adamw_update_blocks", adamw_update_blocks);
     f("adams_update", adams_update);
     f("adams_update_indexed", adams_update_indexed);
     f("adams_update_from_momentum", adams_update_from_momentum);

@@ -7,8 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 a="$1" b="$2" rounds="${3:-5}" steps="${4:-20}"
-step_ms() {  # BINARY CONFIG: the median step time (ms) of one bench run
-  "$1" bench -c "$2" --steps "$steps" 2>/dev/null | tail -n 1 | awk -F'|' '{gsub(/ /, "", $12); print $12}'
+step_ms() {  # BINARY CONFIG: the median step time (ms) of one bench run (found by its header)
+  "$1" bench -c "$2" --steps "$steps" 2>/dev/null | tail -n 3 | awk -F'|' '
+    NR == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /step ms/) col = i }
+    NR == 3 { gsub(/ /, "", $col); print $col }'
 }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $rounds rounds x $steps steps"

@@ -17,4 +17,20 @@ namespace gossamer::kernels::cpu {
 template <class T>
 void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, const AdamStep& hp);
 
+// The same update on blocks of one flat tensor of n_param elements, each block with its own step
+// count (dynamic sparse training, docs/SMET.md). Block j covers param[blocks[j] * B + i] for
+// i < B (a last block is cut at n_param); its gradient and moments are compact, at j * B + i
+// (a cut block's padding is never read or written). With s = steps[j] (>= 1) in place of t, and
+// r = min(s / hp.warmup_steps, 1) (1 when hp.warmup_steps <= 1 or hp.ramp is NONE):
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   MOMENTUM_INPLACE: m *= r (the stored momentum: the ramp compounds, SMET's code)
+//   param = param (1 - lr wd) - [r, LR_RAMP only] lr (m / (1 - beta1^s)) / (sqrt(v / (1 - beta2^s))
+//   + eps)
+// With every s = t and no ramp this is adamw_update, bit for bit. update_sq (optional, n_blocks)
+// receives each block's sum of squared parameter changes (telemetry). hp.t is not read.
+template <class T>
+void adamw_update_blocks(T* param, const T* grad, T* m, T* v, const int32_t* blocks,
+                         const int32_t* steps, size_t n_blocks, size_t block_size, size_t n_param,
+                         T* update_sq, const AdamStep& hp);
+
 }  // namespace gossamer::kernels::cpu

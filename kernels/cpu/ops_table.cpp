@@ -47,6 +47,7 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .crossentropy_forward = cpu::crossentropy_forward<Real>,
       .crossentropy_backward = cpu::crossentropy_backward<Real>,
       .adamw_update = cpu::adamw_update<Real>,
+      .adamw_update_blocks = cpu::adamw_update_blocks<Real>,
       .adams_update = cpu::adams_update<Real>,
       .adams_update_indexed = cpu::adams_update_indexed<Real>,
       .adams_update_from_momentum = cpu::adams_update_from_momentum<Real>,

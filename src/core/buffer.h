@@ -12,6 +12,10 @@ namespace gossamer {
 
 void* host_alloc(size_t bytes);  // aligned, huge-page advised, zero-filled; throws on failure
 void host_free(void* p, size_t bytes);
+// Gives the whole pages inside [p, p + bytes) of a host_alloc'd buffer back to the system: they
+// read as zero and use memory again only once written (the partial pages at the ends stay).
+// Returns the bytes released.
+size_t host_release_pages(void* p, size_t bytes);
 
 template <class T>
 class HostBuffer {

@@ -3,6 +3,7 @@
 // and the cross-entropy head of the backward.
 #include "model/decoder_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -94,7 +95,76 @@ void DecoderModel::zero(float* p, size_t n) {
 }
 
 void DecoderModel::zero_grad() {
-  zero(grads_.data(), grads_.size());
+  if (!routed_hook_) return zero(grads_.data(), grads_.size());
+  zero_unrouted_grads();
+}
+
+void DecoderModel::zero_unrouted_grads() {
+  const auto& views = layout_.views();
+  for (size_t i = 0; i < views.size();) {  // maximal runs of views that are not routed
+    size_t j = i;
+    while (j < views.size() && !routed_view_[j]) ++j;
+    if (j > i) {
+      const size_t begin = views[i].offset, end = views[j - 1].offset + views[j - 1].numel;
+      zero(grads_.data() + begin, end - begin);
+    }
+    i = j + 1;
+  }
+}
+
+void DecoderModel::route_block_weight_gradients(RoutedGradientHook on_ready) {
+  GOSSAMER_CHECK(!routed_hook_, "model: block weight gradients are routed already");
+  GOSSAMER_CHECK(on_ready != nullptr, "model: routing block weight gradients needs a hook");
+  const auto& views = layout_.views();
+  routed_view_.assign(views.size(), false);
+  for (size_t i = 0; i < views.size(); ++i) {
+    const ParamView& v = views[i];
+    if (v.kind != ParamKind::PARAM_KIND_WEIGHT || v.offset < head_end_ ||
+        v.offset >= embeddings_begin_)
+      continue;
+    routed_view_[i] = true;
+    host_release_pages(grads_.data() + v.offset, v.numel * sizeof(float));
+  }
+  // The scratch holds the largest product: a run of routed views one fused matmul writes is
+  // at most the longest run of adjacent routed views.
+  size_t longest = 0;
+  for (size_t i = 0; i < views.size();) {
+    size_t j = i, n = 0;
+    while (j < views.size() && routed_view_[j]) n += views[j++].numel;
+    longest = std::max(longest, n);
+    i = j + 1;
+  }
+  GOSSAMER_CHECK(longest > 0, "model: no block matrices to route");
+  scratch_ = HostBuffer<float>(longest);
+  routed_hook_ = std::move(on_ready);
+}
+
+float* DecoderModel::weight_grad(size_t offset, size_t n) {
+  if (!routed_hook_) return grads_.data() + offset;
+  const auto& views = layout_.views();
+  const auto it = std::find_if(views.begin(), views.end(),
+                               [&](const ParamView& v) { return v.offset == offset; });
+  GOSSAMER_CHECK(it != views.end(), "model: no parameter starts at offset %zu", offset);
+  if (!routed_view_[size_t(it - views.begin())]) return grads_.data() + offset;
+  GOSSAMER_CHECK(n <= scratch_.size() && pending_end_ == pending_begin_,
+                 "model: the gradient of %s (%zu elements) does not fit the routing scratch",
+                 it->name.c_str(), n);
+  zero(scratch_.data(), n);
+  pending_begin_ = offset, pending_end_ = offset + n;
+  return scratch_.data();
+}
+
+void DecoderModel::routed_done() {
+  if (pending_end_ == pending_begin_) return;
+  const auto& views = layout_.views();
+  for (size_t i = 0; i < views.size(); ++i) {
+    const ParamView& v = views[i];
+    if (v.offset < pending_begin_ || v.offset >= pending_end_) continue;
+    GOSSAMER_CHECK(routed_view_[i] && v.offset + v.numel <= pending_end_,
+                   "model: a routed product covers %s only in part", v.name.c_str());
+    routed_hook_(i, scratch_.data() + (v.offset - pending_begin_));
+  }
+  pending_begin_ = pending_end_ = 0;
 }
 
 void DecoderModel::check_tokens(const int32_t* tokens, const int32_t* targets, int n) const {

@@ -8,7 +8,9 @@
 // Invariant: the family's constructor builds layout_ (head, then layout_blocks(), then the
 // embeddings) and then calls allocate_parameters() before anything reads params()/grads();
 // forward() and backward() are final: they wrap the family's forward_logits() and
-// backward_from_logits() in the checks, the loss and the cross-entropy head.
+// backward_from_logits() in the checks, the loss and the cross-entropy head. Families take
+// every matrix gradient from weight_grad() and call routed_done() after its product, so that
+// routed gradients (route_block_weight_gradients()) go through the scratch.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,8 @@ class DecoderModel : public Model {
   void backward(float grad_scale, const GradReadyHook& hook) final;
   using Model::backward;
 
+  void route_block_weight_gradients(RoutedGradientHook on_ready) final;
+
  protected:
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
   // the buffers whose size does not depend on the family: tokens, targets, logits, losses.
@@ -78,6 +82,12 @@ class DecoderModel : public Model {
   void embeddings_ready(const GradReadyHook& hook) const;
 
   static void zero(float* p, size_t n);
+  // Where backward accumulates the gradient of the parameters at flat [offset, offset + n):
+  // grads_ + offset, or, when they are routed block matrices (route_block_weight_gradients()),
+  // the zeroed scratch, whose views routed_done() then hands to the routing hook. Families take
+  // every matrix gradient from weight_grad() and call routed_done() right after its product.
+  float* weight_grad(size_t offset, size_t n);
+  void routed_done();
 
   ModelConfig cfg_;
   const kernels::OpTable& ops_;
@@ -106,6 +116,12 @@ class DecoderModel : public Model {
   };
   size_t head_end_ = 0, embeddings_begin_ = 0;  // [0, head_end_): head; then the blocks
   std::vector<Range> blocks_;                   // [l]: block l's range in the flat buffer
+  // Routed gradients: the scratch of the product in flight and the views it holds (flat order).
+  RoutedGradientHook routed_hook_;
+  std::vector<bool> routed_view_;  // per view of layout_
+  HostBuffer<float> scratch_;
+  size_t pending_begin_ = 0, pending_end_ = 0;  // flat range in the scratch; empty: none
+  void zero_unrouted_grads();
 
   // The steps of forward() and backward() around the family's passes.
   // Forward prologue: checks the shape against the allocation and every token (and target)

@@ -154,27 +154,32 @@ void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
 
     // residual3 = residual2 + mlp(ln2(residual2)); dres is d(residual3) and becomes d(residual2).
     zero(dfch_gelu_.data(), 4 * BTC);
-    ops_.matmul_backward(dfch_gelu_.data(), g + o.fcprojw, g + o.fcprojb, dres, fch_gelu,
-                         p + o.fcprojw, N, 4 * C_, C_);
+    ops_.matmul_backward(dfch_gelu_.data(), weight_grad(o.fcprojw, 4 * C * C), g + o.fcprojb, dres,
+                         fch_gelu, p + o.fcprojw, N, 4 * C_, C_);
+    routed_done();
     zero(dfch_.data(), 4 * BTC);
     ops_.gelu_backward(dfch_.data(), fch, dfch_gelu_.data(), 4 * BTC);
     float* dln2 = dbt_c_.data();
     zero(dln2, BTC);
-    ops_.matmul_backward(dln2, g + o.fcw, g + o.fcb, dfch_.data(), ln2, p + o.fcw, N, C_, 4 * C_);
+    ops_.matmul_backward(dln2, weight_grad(o.fcw, 4 * C * C), g + o.fcb, dfch_.data(), ln2,
+                         p + o.fcw, N, C_, 4 * C_);
+    routed_done();
     ops_.layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dln2, residual2, p + o.ln2w,
                             ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, N, C_);
 
     // residual2 = residual + attn(ln1(residual)); dres becomes d(residual).
     float* datty = dbt_c_.data();
     zero(datty, BTC);
-    ops_.matmul_backward(datty, g + o.attprojw, g + o.attprojb, dres, atty, p + o.attprojw, N, C_,
-                         C_);
+    ops_.matmul_backward(datty, weight_grad(o.attprojw, C * C), g + o.attprojb, dres, atty,
+                         p + o.attprojw, N, C_, C_);
+    routed_done();
     zero(dqkv_.data(), 3 * BTC);
     ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, C_, NH_, NH_);
     float* dln1 = dbt_c_.data();
     zero(dln1, BTC);
-    ops_.matmul_backward(dln1, g + o.qkvw, g + o.qkvb, dqkv_.data(), ln1, p + o.qkvw, N, C_,
-                         3 * C_);
+    ops_.matmul_backward(dln1, weight_grad(o.qkvw, 3 * C * C), g + o.qkvb, dqkv_.data(), ln1,
+                         p + o.qkvw, N, C_, 3 * C_);
+    routed_done();
     ops_.layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dln1, residual, p + o.ln1w,
                             ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, N, C_);
     block_ready(hook, l);

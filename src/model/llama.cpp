@@ -151,13 +151,16 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     // residual3 = residual2 + down(swiglu(gate_up(mlp_norm(residual2)))); dres is d(residual3)
     // and becomes d(residual2).
     zero(dswiglu_.data(), BTF);
-    ops_.matmul_backward(dswiglu_.data(), g + o.down, nullptr, dres, swiglu, p + o.down, N, F_, C_);
+    ops_.matmul_backward(dswiglu_.data(), weight_grad(o.down, C * F_), nullptr, dres, swiglu,
+                         p + o.down, N, F_, C_);
+    routed_done();
     zero(dgate_up_.data(), 2 * BTF);
     ops_.swiglu_backward(dgate_up_.data(), dswiglu_.data(), gate_up, N, F_);
     float* dmlp_norm = dbt_c_.data();
     zero(dmlp_norm, BTC);
-    ops_.matmul_backward(dmlp_norm, g + o.gate_up, nullptr, dgate_up_.data(), mlp_norm,
-                         p + o.gate_up, N, C_, 2 * F_);
+    ops_.matmul_backward(dmlp_norm, weight_grad(o.gate_up, 2 * F_ * C), nullptr, dgate_up_.data(),
+                         mlp_norm, p + o.gate_up, N, C_, 2 * F_);
+    routed_done();
     ops_.rmsnorm_backward(dres, g + o.mlp_norm, dmlp_norm, residual2, p + o.mlp_norm,
                           mlp_rstd_.data() + l * BT, N, C_);
 
@@ -165,14 +168,16 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     // d(residual).
     float* datty = dbt_c_.data();
     zero(datty, BTC);
-    ops_.matmul_backward(datty, g + o.o, nullptr, dres, atty, p + o.o, N, Q, C_);
+    ops_.matmul_backward(datty, weight_grad(o.o, C * Q), nullptr, dres, atty, p + o.o, N, Q, C_);
+    routed_done();
     zero(dqkv_.data(), BTQKV);
     ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, Q, NH_, NKV_);
     ops_.rope_backward(dqkv_.data(), B, T, NH_ + NKV_, hs_, QKV_, cfg_.rope_theta);
     float* dattn_norm = dbt_c_.data();
     zero(dattn_norm, BTC);
-    ops_.matmul_backward(dattn_norm, g + o.qkv, nullptr, dqkv_.data(), attn_norm, p + o.qkv, N, C_,
-                         QKV_);
+    ops_.matmul_backward(dattn_norm, weight_grad(o.qkv, QKV_ * C), nullptr, dqkv_.data(), attn_norm,
+                         p + o.qkv, N, C_, QKV_);
+    routed_done();
     ops_.rmsnorm_backward(dres, g + o.attn_norm, dattn_norm, residual, p + o.attn_norm,
                           attn_rstd_.data() + l * BT, N, C_);
     block_ready(hook, l);

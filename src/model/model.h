@@ -44,6 +44,18 @@ class Model {
 
   // Parameters counted by the FLOP estimate (all but position embeddings and padding rows).
   virtual size_t num_flop_params() const = 0;
+
+  // Gradient routing, for methods that keep some gradients only in their own compact form
+  // (dynamic sparse training, docs/SMET.md): from now on the gradients of the block matrices
+  // (PARAM_KIND_WEIGHT views inside blocks.*) are not accumulated in grads(). backward()
+  // computes each matrix's gradient (or the few matrices one fused product writes) into a
+  // scratch buffer the size of the largest such product, hands every view in it to
+  // `on_ready(view index, gradient)` (valid during the call only) and reuses the scratch for the
+  // next; the block's range still goes to the backward hook afterwards. Their ranges of grads()
+  // are given back to the system (they read as zero and are never written). Call once, before
+  // the first backward.
+  using RoutedGradientHook = std::function<void(size_t view, const float* grad)>;
+  virtual void route_block_weight_gradients(RoutedGradientHook on_ready) = 0;
 };
 
 // Training FLOPs per token, the standard estimate 6N + 6LCT (N = num_flop_params()).

@@ -77,6 +77,12 @@ class Optimizer {
     return replicas() == Replicas::REPLICAS_IDENTICAL_EVERY_STEP;
   }
 
+  // Whether the method keeps the gradients of the block matrices only in its own compact form,
+  // so the model must not keep them whole (Model::route_block_weight_gradients(), whose hook
+  // calls routed_gradient_ready() with each matrix's gradient during backward).
+  virtual bool routes_block_weight_gradients() const { return false; }
+  virtual void routed_gradient_ready(size_t view, const float* grad) {}
+
   // Hands over the model's flat parameter and gradient buffers (layout-sized; both outlive
   // the optimizer). Called once, before the first micro-batch. Methods that impose an
   // invariant on the weights override on_attach().

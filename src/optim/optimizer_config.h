@@ -11,6 +11,7 @@
 
 #include "core/enum_names.h"
 #include "optim/scape_config.h"
+#include "optim/sparse_training_config.h"
 
 namespace gossamer::optim {
 
@@ -38,6 +39,8 @@ struct OptimizerConfig {
   double grad_clip = 1.0;
   AdamsConfig adams;
   ScapeConfig scape;
+  DstConfig dst;
+  SmetConfig smet;
 
   template <class V>
   void visit(V& v) {
@@ -55,6 +58,11 @@ struct OptimizerConfig {
                  section_unused_reason("adams"));
     v.subsection("scape", scape, "SCAPE: sparse communication on top of AdamS (read by scape)",
                  section_unused_reason("scape"));
+    v.subsection("dst", dst,
+                 "dynamic sparse training: the masks and their schedule (read by dst and smet)",
+                 section_unused_reason("dst"));
+    v.subsection("smet", smet, "SMET's fixes for regrown weights (read by smet)",
+                 section_unused_reason("smet"));
     for (const auto& [old_key, new_path] : kMovedKeys) v.moved(old_key, new_path);
   }
   // Throws gossamer::Error naming the key (prefixed by `path`) when a value is invalid or the

@@ -7,6 +7,7 @@
 #include "optim/data_parallel.h"
 #include "optim/local_adamw.h"
 #include "optim/scape.h"
+#include "optim/sparse_training.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -35,6 +36,16 @@ const std::vector<OptimizerEntry>& optimizer_registry() {
        "SCAPE: sparse communication of AdamS at 90-99% sparsity",
        {"adams", "scape"},
        make_scape},
+      {"dst",
+       "dynamic sparse training, naive: attention and MLP matrices sparse in blocks, pruned and "
+       "regrown every few steps, AdamW on the active blocks (the baseline of smet)",
+       {"dst"},
+       make_dst},
+      {"smet",
+       "SMET: dynamic sparse training with an optimizer warm-up for regrown blocks, a "
+       "density-aware learning rate, and state kept only for active blocks",
+       {"dst", "smet"},
+       make_smet},
       {"local_adamw",
        "AdamW on each rank's own replica, no communication (the baseline of decentralised "
        "methods; evaluation sees the average of the replicas)",
@@ -91,6 +102,8 @@ void OptimizerConfig::validate(const std::string& p) const {
                  weight_decay);
   GOSSAMER_CHECK(grad_clip >= 0, "%sgrad_clip: must be >= 0, found %g", p.c_str(), grad_clip);
   scape.validate(p + "scape.");
+  dst.validate(p + "dst.");
+  smet.validate(p + "smet.");
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerSetup& setup) {

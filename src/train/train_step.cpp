@@ -1,9 +1,18 @@
-// train_step(): micro-batches through forward/backward with the optimizer's protocol, then step.
+// attach_optimizer() and train_step(): micro-batches through forward/backward with the optimizer's
+// protocol, then step.
 #include "train/train_step.h"
 
 #include "core/timer.h"
 
 namespace gossamer::train {
+
+void attach_optimizer(model::Model& model, optim::Optimizer& optimizer) {
+  if (optimizer.routes_block_weight_gradients())
+    model.route_block_weight_gradients([&optimizer](size_t view, const float* grad) {
+      optimizer.routed_gradient_ready(view, grad);
+    });
+  optimizer.attach(model.params(), model.grads());
+}
 
 StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t accum, int B,
                        int T, int32_t* inputs, int32_t* targets,

@@ -23,6 +23,10 @@ struct StepHooks {
   std::function<void()> before_step;  // after the last backward, before optimizer.step()
 };
 
+// Attaches the optimizer to the model's buffers, routing the block matrices' gradients first
+// when the method keeps them compact (Optimizer::routes_block_weight_gradients()).
+void attach_optimizer(model::Model& model, optim::Optimizer& optimizer);
+
 // fill_batch(inputs, targets) supplies one micro-batch of B x T tokens. The optimizer is
 // attached to the model's buffers.
 StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t accum, int B,

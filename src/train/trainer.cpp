@@ -22,6 +22,7 @@
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_usage.h"
 #include "core/timer.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
@@ -186,6 +187,7 @@ class TrainingRun {
   double step_time_sum_ = 0;
   int64_t timed_steps_ = 0, steps_this_run_ = 0;
   bool replica_check_due_ = false;
+  bool peak_from_first_step_ = false;  // the peak-memory mark was reset after set-up
 };
 
 TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const TrainStart& start)
@@ -259,7 +261,8 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
                    "left to train",
                    resumed_from_.c_str(), (long long)state_.step, (long long)tc_.steps);
   }
-  optimizer_->attach(model_->params(), model_->grads());
+  attach_optimizer(*model_, *optimizer_);
+  peak_from_first_step_ = reset_peak_resident();  // set-up's buffers given back do not count
   if (optimizer_->replicas() != optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP)
     evaluation_weights_ = HostBuffer<float>(model_->layout().total());
 }
@@ -488,7 +491,10 @@ int TrainingRun::run() {
       break;
     }
   }
-  log_info("done in %s", format_duration(run_clock.seconds()).c_str());
+  log_info("done in %s; peak resident memory %.1f MiB%s",
+           format_duration(run_clock.seconds()).c_str(),
+           double(peak_resident_bytes()) / double(1 << 20),
+           peak_from_first_step_ ? " (from the first step on)" : " (set-up included)");
   comm_.barrier();
   return exit_code;
 }

@@ -106,10 +106,11 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
     optim::make_optimizer(cfg, small_layout(), kernels::cpu_ops());
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "optimizer.name: unknown optimizer \"lion\" (known: adamw, adams, scape, "
-                  "local_adamw)"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "optimizer.name: unknown optimizer \"lion\" (known: adamw, adams, scape, dst, smet, "
+            "local_adamw)"),
+        std::string::npos);
   }
   cfg.name = "adamw";
   cfg.beta2 = 1.0;
@@ -375,7 +376,11 @@ TEST(ShardLayout, OwnedRunsFlagWeightsAtTheirLocalOffsets) {
 // ---- the optimizer seam ------------------------------------------------------------------
 
 TEST(OptimizerRegistry, EveryMethodBuildsAttachesAndSteps) {
-  const model::ParamLayout layout = small_layout();
+  model::ParamLayout layout;  // one block matrix of 32 (2 blocks of 16) for the sparse methods
+  layout.add("blocks.0.w", {4, 8}, model::ParamKind::PARAM_KIND_WEIGHT);
+  layout.add("blocks.0.b", {3}, model::ParamKind::PARAM_KIND_BIAS);
+  layout.add("ln", {2}, model::ParamKind::PARAM_KIND_NORM);
+  layout.add("emb", {4, 2}, model::ParamKind::PARAM_KIND_EMBEDDING);
   std::vector<std::string> seen;
   for (const optim::OptimizerEntry& e : optim::optimizer_registry()) {
     SCOPED_TRACE(std::string(e.name));
@@ -391,8 +396,14 @@ TEST(OptimizerRegistry, EveryMethodBuildsAttachesAndSteps) {
     expect_error([&] { opt->step({1, 1e-3}); }, {"before attach"});
     opt->attach(params, grads);
     expect_error([&] { opt->attach(params, grads); }, {"attach() called twice"});
+    size_t unseen = 0;  // gradients a routing method does not keep (inactive blocks)
+    if (opt->routes_block_weight_gradients()) {  // the model hands over the matrix's gradient
+      const std::vector<float> g(32, 0.5f);
+      opt->routed_gradient_ready(0, g.data());
+      unseen = 16;  // density 0.5: one of its two blocks is active
+    }
     const double norm = opt->step({1, 1e-3}).grad_norm;
-    EXPECT_NEAR(norm, 0.5 * std::sqrt(double(layout.total())), 1e-5);
+    EXPECT_NEAR(norm, 0.5 * std::sqrt(double(layout.total() - unseen)), 1e-5);
     EXPECT_NE(params[0], 1.0f) << "the step moved nothing";
     for (const optim::StateTensor& t : opt->state()) {
       EXPECT_NE(t.data, nullptr) << t.name;
