@@ -60,9 +60,11 @@ struct AdamStep {
   // sqrt(den_sq) (frozen) instead of AdamS's; false: AdamS's, and den_sq tracks its square.
   bool frozen_normaliser = false;
   // Read by adamw_update_blocks only: the warm-up ramp of a block over its first warmup_steps
-  // steps (values <= 1: no ramp).
+  // steps (values <= 1: no ramp); with ramp_restarted_only, only blocks whose count is behind t
+  // (restarted at a regrowth) ramp, not those counting since the start of training.
   WarmupRamp ramp = WarmupRamp::NONE;
   int warmup_steps = 0;
+  bool ramp_restarted_only = false;
 };
 
 // The owner's per-coordinate state that adams_update_indexed reads and updates, by the local

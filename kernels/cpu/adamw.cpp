@@ -28,18 +28,33 @@ void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, const AdamStep&
 
 namespace {
 
-// One block's update: `n` consecutive coordinates sharing the step count s; returns the sum of
-// squared parameter changes.
+// The bias corrections 1 - beta^s of a step count s (two pow calls), kept for the next block:
+// most blocks share the count of the previous one.
 template <class T>
-T adamw_block(T* param, const T* grad, T* m, T* v, size_t n, int64_t s, const AdamStep& hp) {
+struct BiasCorrection {
+  int64_t s = -1;
+  T bc1 = 0, bc2 = 0;
+  void at(int64_t count, const AdamStep& hp) {
+    if (count == s) return;
+    s = count;
+    bc1 = T(1) - static_cast<T>(std::pow(double(hp.beta1), double(s)));
+    bc2 = T(1) - static_cast<T>(std::pow(double(hp.beta2), double(s)));
+  }
+};
+
+// One block's update: `n` consecutive coordinates sharing the step count bc.s; returns the sum
+// of squared parameter changes.
+template <class T>
+T adamw_block(T* param, const T* grad, T* m, T* v, size_t n, const BiasCorrection<T>& bc,
+              const AdamStep& hp) {
+  const int64_t s = bc.s;
   const T b1 = hp.beta1, b2 = hp.beta2;
-  const T bc1 = T(1) - static_cast<T>(std::pow(double(hp.beta1), double(s)));
-  const T bc2 = T(1) - static_cast<T>(std::pow(double(hp.beta2), double(s)));
-  const bool ramped = hp.ramp != WarmupRamp::NONE && hp.warmup_steps > 1 && s < hp.warmup_steps;
+  const bool ramped = hp.ramp != WarmupRamp::NONE && hp.warmup_steps > 1 && s < hp.warmup_steps &&
+                      (!hp.ramp_restarted_only || s < hp.t);
   const T r = ramped ? T(double(s) / double(hp.warmup_steps)) : T(1);
   const T m_scale = hp.ramp == WarmupRamp::MOMENTUM_INPLACE ? r : T(1);
-  const T step_size = (hp.ramp == WarmupRamp::LR_RAMP ? r : T(1)) * T(hp.lr) / bc1;
-  const T inv_sqrt_bc2 = T(1) / std::sqrt(bc2);
+  const T step_size = (hp.ramp == WarmupRamp::LR_RAMP ? r : T(1)) * T(hp.lr) / bc.bc1;
+  const T inv_sqrt_bc2 = T(1) / std::sqrt(bc.bc2);
   const T decay = T(1) - T(hp.lr) * T(hp.weight_decay);
   const T e = hp.eps;
   T change_sq = 0;
@@ -65,28 +80,34 @@ void adamw_update_blocks(T* param, const T* grad, T* m, T* v, const int32_t* blo
                          const int32_t* steps, size_t n_blocks, size_t block_size, size_t n_param,
                          T* update_sq, const AdamStep& hp) {
   const size_t B = block_size;
-  const auto one = [&](size_t j) {
-    const size_t begin = size_t(blocks[j]) * B;
-    const size_t n = begin + B <= n_param ? B : n_param - begin;
-    const T sq = adamw_block(param + begin, grad + j * B, m + j * B, v + j * B, n, steps[j], hp);
-    if (update_sq) update_sq[j] = sq;
-  };
   if (n_blocks == 1 && B >= 4096) {  // one large block (a dense tensor): split its elements
     const size_t n = std::min(B, n_param - size_t(blocks[0]) * B);
     const size_t chunk = 4096, chunks = (n + chunk - 1) / chunk;
     const size_t begin = size_t(blocks[0]) * B;
+    BiasCorrection<T> bc;
+    bc.at(steps[0], hp);
     T total = 0;
 #pragma omp parallel for schedule(static) reduction(+ : total)
     for (size_t c = 0; c < chunks; ++c) {
       const size_t o = c * chunk;
-      total += adamw_block(param + begin + o, grad + o, m + o, v + o, std::min(chunk, n - o),
-                           steps[0], hp);
+      total +=
+          adamw_block(param + begin + o, grad + o, m + o, v + o, std::min(chunk, n - o), bc, hp);
     }
     if (update_sq) update_sq[0] = total;
     return;
   }
-#pragma omp parallel for schedule(static)
-  for (size_t j = 0; j < n_blocks; ++j) one(j);
+#pragma omp parallel
+  {
+    BiasCorrection<T> bc;  // per thread
+#pragma omp for schedule(static)
+    for (size_t j = 0; j < n_blocks; ++j) {
+      const size_t begin = size_t(blocks[j]) * B;
+      const size_t n = begin + B <= n_param ? B : n_param - begin;
+      bc.at(steps[j], hp);
+      const T sq = adamw_block(param + begin, grad + j * B, m + j * B, v + j * B, n, bc, hp);
+      if (update_sq) update_sq[j] = sq;
+    }
+  }
 }
 
 template void adamw_update<float>(float*, const float*, float*, float*, size_t, const AdamStep&);

@@ -26,8 +26,10 @@ void adamw_update(T* param, const T* grad, T* m, T* v, size_t n, const AdamStep&
 //   MOMENTUM_INPLACE: m *= r (the stored momentum: the ramp compounds, SMET's code)
 //   param = param (1 - lr wd) - [r, LR_RAMP only] lr (m / (1 - beta1^s)) / (sqrt(v / (1 - beta2^s))
 //   + eps)
+// With hp.ramp_restarted_only, blocks with s >= hp.t (counting since the start) take r = 1.
 // With every s = t and no ramp this is adamw_update, bit for bit. update_sq (optional, n_blocks)
-// receives each block's sum of squared parameter changes (telemetry). hp.t is not read.
+// receives each block's sum of squared parameter changes (telemetry). hp.t is read only for
+// ramp_restarted_only.
 template <class T>
 void adamw_update_blocks(T* param, const T* grad, T* m, T* v, const int32_t* blocks,
                          const int32_t* steps, size_t n_blocks, size_t block_size, size_t n_param,

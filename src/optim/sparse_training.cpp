@@ -71,13 +71,13 @@ std::unique_ptr<Optimizer> make_smet(const OptimizerSetup& setup) {
   return std::make_unique<SparseTraining>(
       setup, "smet",
       SparseTraining::Fixes{s.step_reset, ramp_of(s.warmup), s.regrow_warmup_steps,
-                            s.density_lr_power});
+                            s.ramp_from_start, s.density_lr_power});
 }
 
 std::unique_ptr<Optimizer> make_dst(const OptimizerSetup& setup) {
   check_replicated(setup, "dst");
   return std::make_unique<SparseTraining>(
-      setup, "dst", SparseTraining::Fixes{false, kernels::WarmupRamp::NONE, 0, 0.0});
+      setup, "dst", SparseTraining::Fixes{false, kernels::WarmupRamp::NONE, 0, true, 0.0});
 }
 
 SparseTraining::SparseTraining(const OptimizerSetup& setup, const char* name, const Fixes& fixes)
@@ -267,7 +267,8 @@ void SparseTraining::update(const StepContext& ctx) {
                        .weight_decay = 0.0f,
                        .t = ctx.t,
                        .ramp = fixes_.ramp,
-                       .warmup_steps = int(std::min<int64_t>(fixes_.warmup_steps, INT32_MAX))};
+                       .warmup_steps = int(std::min<int64_t>(fixes_.warmup_steps, INT32_MAX)),
+                       .ramp_restarted_only = !fixes_.ramp_from_start};
   // Dense weights: one block per run, the shared step count.
   const int32_t t = int32_t(std::min<int64_t>(ctx.t, INT32_MAX)), zero = 0;
   for (const DenseRun& r : dense_runs_) {

@@ -41,6 +41,7 @@ class SparseTraining final : public ShardedOptimizer {
     bool step_reset;
     kernels::WarmupRamp ramp;
     int64_t warmup_steps;
+    bool ramp_from_start;
     double density_lr_power;
   };
   SparseTraining(const OptimizerSetup& setup, const char* name, const Fixes& fixes);

@@ -52,6 +52,7 @@ struct SmetConfig {
   bool step_reset = true;
   RegrowWarmup warmup = RegrowWarmup::REGROW_WARMUP_MOMENTUM_INPLACE;
   int64_t regrow_warmup_steps = 100;
+  bool ramp_from_start = true;
   double density_lr_power = 1.0;
 
   template <class V>
@@ -65,6 +66,10 @@ struct SmetConfig {
       "step (it compounds; SMET's code, which also ramps the dense weights over the first "
       "steps of training); lr_ramp multiplies the step by r; none");
     v("regrow_warmup_steps", regrow_warmup_steps, "the length of the ramp (SMET's code: 100)");
+    v("ramp_from_start", ramp_from_start,
+      "true (SMET's code): every weight, dense ones and the initial blocks included, also ramps "
+      "over the first regrow_warmup_steps steps of training; false: only regrown blocks ramp "
+      "(ours)");
     v("density_lr_power", density_lr_power,
       "p of the density-aware learning rate of the sparse matrices, lr x density^-p (1: SMET's "
       "released runs; 0: off); the dense weights keep optimizer.lr");

@@ -38,6 +38,7 @@ json value_before_key(const std::string& key) {
       {"optimizer.scape.stale_momentum", false},
       {"optimizer.scape.sparsity_ramp_steps", 0},
       {"optimizer.scape.ramp_start_sparsity", 0.75},
+      {"optimizer.smet.ramp_from_start", true},
   };
   for (const auto& [k, v] : kBefore)
     if (key == k) return v;

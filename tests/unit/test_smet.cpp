@@ -196,6 +196,18 @@ TEST(SmetWarmup, FirstStepsAfterRegrowthAgainstHandValues) {
   EXPECT_NEAR(run(2, kernels::WarmupRamp::MOMENTUM_INPLACE), first_update(2, 0.02, 1), 1e-6);
   // The lr ramp: the unscaled Adam step (0.744) times 2/100.
   EXPECT_NEAR(run(2, kernels::WarmupRamp::LR_RAMP), first_update(2, 1, 0.02), 1e-6);  // 0.0149
+  // Only restarted blocks ramp when asked: a count behind t ramps, a count at t does not.
+  const auto run_at = [](int32_t s, int64_t t) {
+    std::vector<float> p(1, 0.0f), g(1, 1.0f), m(1, 0.0f), v(1, 0.0f);
+    const int32_t block = 0;
+    kernels::AdamStep hp = warmup_step(1, kernels::WarmupRamp::MOMENTUM_INPLACE);
+    hp.t = t, hp.ramp_restarted_only = true;
+    kernels::cpu_ops().adamw_update_blocks(p.data(), g.data(), m.data(), v.data(), &block, &s, 1, 1,
+                                           1, nullptr, hp);
+    return -double(p[0]);
+  };
+  EXPECT_NEAR(run_at(2, 2), first_update(2, 1, 1), 1e-5);       // from the start: no ramp
+  EXPECT_NEAR(run_at(2, 500), first_update(2, 0.02, 1), 1e-6);  // restarted: the ramp
   // At or past the end of the ramp nothing is scaled.
   EXPECT_NEAR(run(100, kernels::WarmupRamp::MOMENTUM_INPLACE), first_update(100, 1, 1), 1e-5);
 }
