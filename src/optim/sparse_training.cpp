@@ -113,6 +113,7 @@ SparseTraining::SparseTraining(const OptimizerSetup& setup, const char* name, co
   fresh_ = HostBuffer<uint8_t>(slots);
   dense_m_ = HostBuffer<float>(dense_total_);
   dense_v_ = HostBuffer<float>(dense_total_);
+  active_numel_ = mask_.active_numel();  // fixed: a view's slots keep their count
 }
 
 SparseTraining::~SparseTraining() {
@@ -290,15 +291,23 @@ void SparseTraining::update(const StepContext& ctx) {
                              update_sq_.data() + v.slot0, hp);
   // Telemetry: the per-weight update size of the blocks regrown at the last topology update
   // against the others (naive DST's cold start shows as a ratio of several).
-  double sq[2] = {0, 0}, n[2] = {0, 0};
-  for (const SparseView& v : mask_.views())
-    for (size_t s = v.slot0; s < v.slot0 + v.active; ++s) {
-      sq[fresh_[s]] += update_sq_[s];
-      n[fresh_[s]] += double(mask_.slot_elements(v, s));
-    }
-  if (n[1] > 0 && sq[0] > 0)
+  // The element counts change only at a topology update (count_fresh()); the sums run in parallel.
+  const float* sq_of = update_sq_.data();
+  const uint8_t* fresh = fresh_.data();
+  double sq_fresh = 0, sq_old = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sq_fresh, sq_old)
+  for (size_t s = 0; s < mask_.slots(); ++s) (fresh[s] ? sq_fresh : sq_old) += sq_of[s];
+  const double n_old = double(active_numel_ - fresh_numel_);
+  if (fresh_numel_ > 0 && sq_old > 0)
     metrics_.emplace_back("regrown_update_ratio",
-                          std::sqrt(sq[1] / n[1]) / std::sqrt(sq[0] / n[0]));
+                          std::sqrt(sq_fresh / double(fresh_numel_)) / std::sqrt(sq_old / n_old));
+}
+
+void SparseTraining::count_fresh() {
+  fresh_numel_ = 0;
+  for (const SparseView& v : mask_.views())
+    for (size_t s = v.slot0; s < v.slot0 + v.active; ++s)
+      if (fresh_[s]) fresh_numel_ += mask_.slot_elements(v, s);
 }
 
 void SparseTraining::topology_update(int64_t t) {
@@ -313,6 +322,7 @@ void SparseTraining::topology_update(int64_t t) {
     if (fixes_.step_reset) steps_[s] = 1;  // SMET's code: 1, so 2 at the block's first step
     fresh_[s] = 1;
   }
+  count_fresh();
   check_masks_agree(t);
   metrics_.emplace_back("topology_update", 1.0);
   metrics_.emplace_back("prune_fraction", fraction);
@@ -345,6 +355,7 @@ std::vector<StateTensor> SparseTraining::state() {
 
 void SparseTraining::state_loaded() {
   loaded_ = true;
+  count_fresh();
   mask_.check((std::string(name_) + ".blocks of the checkpoint").c_str());
   for (size_t s = 0; s < mask_.slots(); ++s)
     GOSSAMER_CHECK(steps_[s] >= 0 && fresh_[s] <= 1,

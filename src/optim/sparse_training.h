@@ -85,6 +85,7 @@ class SparseTraining final : public ShardedOptimizer {
   void update(const StepContext& ctx);
   void topology_update(int64_t t);
   void check_masks_agree(int64_t t);
+  void count_fresh();  // fresh_numel_ from fresh_
 
   const char* name_;
   Fixes fixes_;
@@ -97,8 +98,9 @@ class SparseTraining final : public ShardedOptimizer {
   size_t dense_total_ = 0;
   // Compact state of the sparse views, by slot: B elements per slot.
   HostBuffer<float> grad_c_, m_c_, v_c_, update_sq_;
-  HostBuffer<int32_t> steps_;  // per slot: the block's step count
-  HostBuffer<uint8_t> fresh_;  // per slot: regrown at the last topology update
+  HostBuffer<int32_t> steps_;                  // per slot: the block's step count
+  HostBuffer<uint8_t> fresh_;                  // per slot: regrown at the last topology update
+  size_t active_numel_ = 0, fresh_numel_ = 0;  // elements of all / of the fresh active blocks
   HostBuffer<float> dense_m_, dense_v_;
   bool loaded_ = false;
   const model::ParamLayout& layout_;
