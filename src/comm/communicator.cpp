@@ -127,4 +127,17 @@ void Work::wait() {
                 kind_name(kind_), bytes_, limit, context.c_str(), absent.c_str()));
 }
 
+Work Communicator::sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                                 std::span<void* const> recv_bufs, std::span<const int> sources,
+                                 DType dtype) {
+  GOSSAMER_CHECK(dests.size() == sources.size() && recv_bufs.size() == sources.size(),
+                 "comm sendrecv_many: %zu destinations, %zu sources, %zu receive buffers",
+                 dests.size(), sources.size(), recv_bufs.size());
+  Work last;
+  for (size_t i = 0; i < dests.size(); ++i)
+    last = sendrecv(send_buf, n, dests[i], recv_bufs[i], n, sources[i], dtype);
+  if (dests.size() > 1) stats_[Kind::SENDRECV].calls -= int64_t(dests.size() - 1);  // one call
+  return last;  // operations complete in issue order
+}
+
 }  // namespace gossamer::comm

@@ -129,6 +129,14 @@ class Communicator {
   virtual Work recv(void* buf, size_t n, DType dtype, int peer) = 0;
   virtual Work sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf,
                         size_t recv_n, int source, DType dtype) = 0;
+  // One buffer of n elements sent to each of dests, and n elements received from each of
+  // sources into recv_bufs (same length as sources): a neighbour exchange, counted as one
+  // sendrecv call. Backends that can post every transfer at once do (mpi), so a slow peer delays
+  // only the exchanges with it; the default issues one sendrecv per pair (dests[i], sources[i]),
+  // in order, which needs dests.size() == sources.size().
+  virtual Work sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                             std::span<void* const> recv_bufs, std::span<const int> sources,
+                             DType dtype);
   // Blocks until every rank reached it (after all previously issued operations).
   virtual void barrier() = 0;
 

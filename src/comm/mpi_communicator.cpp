@@ -218,7 +218,7 @@ void MpiCommunicator::execute(const Op& op) {
         recv_checked(at(op.out, i, es), std::min(op.chunk, op.n - i), type, op.peer, "MPI_Recv");
       return;
     case Kind::SENDRECV:
-      return run_sendrecv(op);
+      return op.dests.empty() && op.sources.empty() ? run_sendrecv(op) : run_sendrecv_many(op);
     case Kind::BARRIER:
       mpi_check(MPI_Barrier(comm_), "MPI_Barrier");
       return;
@@ -344,6 +344,58 @@ void MpiCommunicator::run_sendrecv(const Op& op) {
   }
   GOSSAMER_CHECK(got_total == op.n2, "sendrecv: expected %zu elements from rank %d, received %zu",
                  op.n2, op.peer2, got_total);
+}
+
+// Every transfer of the exchange in flight at once: a peer that is late delays only the
+// transfers with it, never the ones this rank owes its other peers.
+void MpiCommunicator::run_sendrecv_many(const Op& op) {
+  const size_t es = dtype_size(op.dtype);
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  requests_.clear();
+  for (size_t s = 0; s < op.sources.size(); ++s)
+    for (size_t i = 0; i < op.n; i += op.chunk) {
+      requests_.emplace_back();
+      mpi_check(MPI_Irecv(at(op.out_many[s], i, es), int(std::min(op.chunk, op.n - i)), type,
+                          op.sources[s], kTag, comm_, &requests_.back()),
+                "MPI_Irecv (sendrecv_many)");
+    }
+  for (int dest : op.dests)
+    for (size_t i = 0; i < op.n; i += op.chunk) {
+      requests_.emplace_back();
+      mpi_check(MPI_Isend(at(op.in, i, es), int(std::min(op.chunk, op.n - i)), type, dest, kTag,
+                          comm_, &requests_.back()),
+                "MPI_Isend (sendrecv_many)");
+    }
+  statuses_.resize(requests_.size());
+  mpi_check(MPI_Waitall(int(requests_.size()), requests_.data(), statuses_.data()),
+            "MPI_Waitall (sendrecv_many)");
+}
+
+Work MpiCommunicator::sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                                    std::span<void* const> recv_bufs,
+                                    std::span<const int> sources, DType dtype) {
+  GOSSAMER_CHECK(recv_bufs.size() == sources.size(),
+                 "comm sendrecv_many: %zu sources but %zu receive buffers", sources.size(),
+                 recv_bufs.size());
+  check_buffer(Kind::SENDRECV, send_buf, n, "send_buf");
+  ByteCount bytes;
+  for (int d : dests) {
+    check_peer(Kind::SENDRECV, d, rank_, size_, false);
+    bytes.sent += send_bytes(n, dtype).sent;
+  }
+  for (size_t s = 0; s < sources.size(); ++s) {
+    check_peer(Kind::SENDRECV, sources[s], rank_, size_, false);
+    check_buffer(Kind::SENDRECV, recv_bufs[s], n, "recv_buf");
+    check_disjoint(Kind::SENDRECV, send_buf, n, recv_bufs[s], n, dtype, "send_buf", "recv_buf");
+    bytes.received += recv_bytes(n, dtype).received;
+  }
+  count_call(stats_, Kind::SENDRECV, bytes);
+  Op op;
+  op.kind = Kind::SENDRECV, op.dtype = dtype, op.in = send_buf, op.n = n;
+  op.dests.assign(dests.begin(), dests.end());
+  op.sources.assign(sources.begin(), sources.end());
+  op.out_many.assign(recv_bufs.begin(), recv_bufs.end());
+  return enqueue(std::move(op), n * (dests.size() + sources.size()) * dtype_size(dtype));
 }
 
 Work MpiCommunicator::all_reduce(void* buf, size_t n, DType dtype, ReduceOp reduce) {

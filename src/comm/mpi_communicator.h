@@ -47,6 +47,9 @@ class MpiCommunicator final : public Communicator {
   Work broadcast(void* buf, size_t n, DType dtype, int root) override;
   Work send(const void* buf, size_t n, DType dtype, int peer) override;
   Work recv(void* buf, size_t n, DType dtype, int peer) override;
+  Work sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                     std::span<void* const> recv_bufs, std::span<const int> sources,
+                     DType dtype) override;
   Work sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf, size_t recv_n,
                 int source, DType dtype) override;
   void barrier() override;
@@ -70,6 +73,8 @@ class MpiCommunicator final : public Communicator {
     int peer = 0, peer2 = 0;  // root / peer (sendrecv: dest, source)
     bool in_place = false;
     std::vector<size_t> counts;  // reduce_scatter / all_gather
+    std::vector<int> dests, sources;  // sendrecv_many (op.in to every dest, out_many from sources)
+    std::vector<void*> out_many;
     size_t chunk = 0;            // elements per MPI call
     std::string context;         // the communicator's context when issued, for errors
     std::shared_ptr<State> state;
@@ -81,6 +86,7 @@ class MpiCommunicator final : public Communicator {
   void run_reduce_scatter(const Op& op);
   void run_all_gather(const Op& op);
   void run_sendrecv(const Op& op);
+  void run_sendrecv_many(const Op& op);
   void recv_checked(void* buf, size_t n, MPI_Datatype type, int source, const char* what);
 
   std::shared_ptr<MpiRuntime> runtime_;

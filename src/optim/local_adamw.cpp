@@ -58,7 +58,12 @@ void LocalAdamW::on_attach() {
 }
 
 bool LocalAdamW::evaluation_weights(std::span<float> out) {
-  GOSSAMER_CHECK(out.size() == total_, "local_adamw: evaluation buffer of %zu, layout %zu",
+  average_replicas(out);
+  return true;
+}
+
+void LocalAdamW::average_replicas(std::span<float> out) {
+  GOSSAMER_CHECK(out.size() == total_, "%s: evaluation buffer of %zu, layout %zu", name(),
                  out.size(), total_);
   std::copy(params_.begin(), params_.end(), out.begin());
   const int world = world_;
@@ -66,7 +71,6 @@ bool LocalAdamW::evaluation_weights(std::span<float> out) {
     comm_.all_reduce(out.data(), total_, comm::DType::F32, comm::ReduceOp::SUM).wait();
     ops_.scale(out.data(), float(1.0 / world), total_);
   }
-  return true;
 }
 
 }  // namespace gossamer::optim

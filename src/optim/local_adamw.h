@@ -19,7 +19,8 @@ namespace gossamer::optim {
 // The registry's factory.
 std::unique_ptr<Optimizer> make_local_adamw(const OptimizerSetup& setup);
 
-class LocalAdamW final : public ShardedOptimizer {
+// Also the inner optimizer of the methods with rounds of local steps (local_rounds.h).
+class LocalAdamW : public ShardedOptimizer {
  public:
   explicit LocalAdamW(const OptimizerSetup& setup);
 
@@ -31,8 +32,10 @@ class LocalAdamW final : public ShardedOptimizer {
   size_t state_bytes() const override { return rule_->state_bytes(); }
   bool evaluation_weights(std::span<float> out) override;
 
- private:
+ protected:
   void on_attach() override;
+  // Writes the average of the ranks' replicas into out (one all-reduce; a copy at world 1).
+  void average_replicas(std::span<float> out);
 
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<float> replica_;  // a checkpoint's replica, until attach() copies it in

@@ -89,6 +89,12 @@ class Optimizer {
   void attach(std::span<float> params, std::span<float> grads);
   bool attached() const { return !params_.empty(); }
 
+  // Whether this rank computes a gradient at update t (1-based). A method with rounds of
+  // per-rank local steps lets a rank idle in the slots beyond its own steps: the trainer then
+  // draws and drops its batches (so data positions stay aligned) and calls step() without a
+  // forward or backward; step() must not read the gradients then.
+  virtual bool computes_step(int64_t t) const { return true; }
+
   // Factor the trainer applies to the loss gradient of every rank (1/world for averaging).
   virtual double gradient_scale() const { return 1.0; }
   virtual void micro_batch_begin(int index, int count) {}

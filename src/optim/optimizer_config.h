@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/enum_names.h"
+#include "optim/local_steps_config.h"
 #include "optim/scape_config.h"
 #include "optim/sparse_training_config.h"
 
@@ -41,6 +42,9 @@ struct OptimizerConfig {
   ScapeConfig scape;
   DstConfig dst;
   SmetConfig smet;
+  DilocoConfig diloco;
+  GaslocConfig gasloc;
+  GossipConfig gossip;
 
   template <class V>
   void visit(V& v) {
@@ -63,6 +67,15 @@ struct OptimizerConfig {
                  section_unused_reason("dst"));
     v.subsection("smet", smet, "SMET's fixes for regrown weights (read by smet)",
                  section_unused_reason("smet"));
+    v.subsection("diloco", diloco, "DiLoCo: local steps and the outer Nesterov step (read by diloco)",
+                 section_unused_reason("diloco"));
+    v.subsection("gasloc", gasloc,
+                 "GASLoC: local steps, gossip with the round's peers and the accelerated outer "
+                 "update (read by gasloc)",
+                 section_unused_reason("gasloc"));
+    v.subsection("gossip", gossip,
+                 "gossip averaging with peers, no outer optimizer (read by gossip)",
+                 section_unused_reason("gossip"));
     for (const auto& [old_key, new_path] : kMovedKeys) v.moved(old_key, new_path);
   }
   // Throws gossamer::Error naming the key (prefixed by `path`) when a value is invalid or the

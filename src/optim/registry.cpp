@@ -5,6 +5,8 @@
 #include "comm/single_communicator.h"
 #include "core/error.h"
 #include "optim/data_parallel.h"
+#include "optim/diloco.h"
+#include "optim/gasloc.h"
 #include "optim/local_adamw.h"
 #include "optim/scape.h"
 #include "optim/sparse_training.h"
@@ -51,6 +53,21 @@ const std::vector<OptimizerEntry>& optimizer_registry() {
        "methods; evaluation sees the average of the replicas)",
        {},
        make_local_adamw},
+      {"diloco",
+       "DiLoCo: H inner AdamW steps on each rank's replica, then one all-reduce of the "
+       "pseudo-gradient and an outer Nesterov step",
+       {"diloco"},
+       make_diloco},
+      {"gasloc",
+       "GASLoC: H inner AdamW steps, then gossip with the round's peers (no global collective) "
+       "and an accelerated outer update",
+       {"gasloc"},
+       make_gasloc},
+      {"gossip",
+       "gossip averaging: inner AdamW steps, then each rank averages with the round's peers, no "
+       "outer optimizer (the decentralised baseline, D-PSGD-style)",
+       {"gossip"},
+       make_gossip},
   };
   return table;
 }
@@ -104,6 +121,9 @@ void OptimizerConfig::validate(const std::string& p) const {
   scape.validate(p + "scape.");
   dst.validate(p + "dst.");
   smet.validate(p + "smet.");
+  diloco.validate(p + "diloco.");
+  gasloc.validate(p + "gasloc.");
+  gossip.validate(p + "gossip.");
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerSetup& setup) {

@@ -20,6 +20,7 @@
 
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "optim/local_steps_config.h"
 
 namespace gossamer::train::config_detail {
 
@@ -27,7 +28,9 @@ using nlohmann::json;
 
 template <class T>
 std::string type_name() {
-  if constexpr (NamedEnum<T>)
+  if constexpr (std::is_same_v<T, optim::LocalSteps>)
+    return "an integer or list of integers (one per rank)";
+  else if constexpr (NamedEnum<T>)
     return "a string, one of " + enum_choices<T>();
   else if constexpr (std::is_same_v<T, bool>)
     return "a boolean";
@@ -77,7 +80,17 @@ T convert(const json& j, const std::string& where) {
     fail("%s: expected %s, found %s %s", where.c_str(), type_name<T>().c_str(), json_kind(j),
          j.dump().c_str());
   };
-  if constexpr (NamedEnum<T>) {
+  if constexpr (std::is_same_v<T, optim::LocalSteps>) {
+    optim::LocalSteps steps{{}};
+    if (j.is_array()) {
+      if (j.empty()) mismatch();
+      for (size_t i = 0; i < j.size(); ++i)
+        steps.values.push_back(convert<int64_t>(j[i], where + "[" + std::to_string(i) + "]"));
+    } else {
+      steps.values.push_back(convert<int64_t>(j, where));
+    }
+    return steps;
+  } else if constexpr (NamedEnum<T>) {
     if (!j.is_string()) mismatch();
     const auto value = enum_from_name<T>(j.get<std::string>());
     if (!value) mismatch();
@@ -105,7 +118,9 @@ T convert(const json& j, const std::string& where) {
 
 template <class T>
 json to_json_value(const T& field) {
-  if constexpr (NamedEnum<T>)
+  if constexpr (std::is_same_v<T, optim::LocalSteps>)
+    return field.per_rank() ? json(field.values) : json(field.values.front());
+  else if constexpr (NamedEnum<T>)
     return std::string(enum_name(field));
   else
     return field;

@@ -8,20 +8,23 @@
 
 namespace gossamer::train {
 
-StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool interrupted,
-                                      const comm::CommStats& step_so_far) {
-  const double mine[4] = {local_loss, interrupted ? 1.0 : 0.0, double(step_so_far.bytes_sent()),
-                          step_so_far.seconds_waited()};
+StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool computed,
+                                      bool interrupted, const comm::CommStats& step_so_far) {
+  constexpr int kValues = 5;
+  const double mine[kValues] = {computed ? local_loss : 0.0, computed ? 1.0 : 0.0,
+                                interrupted ? 1.0 : 0.0, double(step_so_far.bytes_sent()),
+                                step_so_far.seconds_waited()};
   const std::vector<double> all = comm::all_gather_doubles(comm, mine);
   StepTelemetry t;
-  double sum = 0;
+  double sum = 0, computing = 0;
   for (int r = 0; r < comm.size(); ++r) {
-    const double* v = all.data() + 4 * r;
+    const double* v = all.data() + kValues * r;
     sum += v[0];
-    t.any_interrupted = t.any_interrupted || v[1] != 0.0;
-    t.ranks.push_back({int64_t(v[2]), v[3]});
+    computing += v[1];
+    t.any_interrupted = t.any_interrupted || v[2] != 0.0;
+    t.ranks.push_back({int64_t(v[3]), v[4]});
   }
-  t.mean_loss = sum / comm.size();
+  t.mean_loss = sum / computing;  // some rank computes at every step (local_steps >= 1)
   return t;
 }
 

@@ -28,8 +28,10 @@ struct StepTelemetry {
   nlohmann::json ranks_json() const;
 };
 
-StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool interrupted,
-                                      const comm::CommStats& step_so_far);
+// `computed`: whether this rank computed a gradient this step (a rank idling in its method's
+// round contributes no loss to the mean).
+StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool computed,
+                                      bool interrupted, const comm::CommStats& step_so_far);
 
 // Throws gossamer::Error on every rank, naming the step and the first rank whose parameters
 // differ bit-wise from rank 0's (a 64-bit hash of the buffer is compared).

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
+#include "comm/gather_values.h"
 #include "comm/launch_env.h"
 #include "core/buffer.h"
 #include "core/error.h"
@@ -133,6 +134,13 @@ const kernels::OpTable& cpu_ops_configured(const kernels::cpu::KernelsConfig& ke
   return kernels::cpu_ops();
 }
 
+// The replicas of a method whose ranks hold different weights, at an evaluation.
+struct ReplicaEval {
+  std::vector<double> val_loss;  // per rank, on the same windows as the average's
+  double consensus_distance = 0;  // mean over ranks of |x_r - mean(x)|
+  double consensus_relative = 0;  // the same over |mean(x)|
+};
+
 // What one step produced, as every rank agrees on it (or as this rank saw it, on steps without
 // agreement).
 struct StepRecord {
@@ -160,7 +168,10 @@ class TrainingRun {
   // differ); every rank must call it at the same steps.
   template <class Fn>
   void with_evaluation_weights(Fn&& fn);
-  void evaluate_at(int64_t step);
+  // Each replica's validation loss and the consensus distance, when the replicas differ now
+  // (collective; before the evaluation weights are swapped in).
+  std::optional<ReplicaEval> evaluate_replicas();
+  void evaluate_at(int64_t step, const std::optional<ReplicaEval>& replicas);
   void sample();
   void checkpoint();
 
@@ -188,6 +199,7 @@ class TrainingRun {
   int64_t timed_steps_ = 0, steps_this_run_ = 0;
   bool replica_check_due_ = false;
   bool peak_from_first_step_ = false;  // the peak-memory mark was reset after set-up
+  double last_local_loss_ = std::nan("");  // this rank's loss at the last step it computed
 };
 
 TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const TrainStart& start)
@@ -326,7 +338,8 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   StepRecord r;
   r.lr = optim::lr_at(config_.schedule, config_.optimizer.lr, step, tc_.steps);
   if (fault_.at("exit", rank_, t)) std::_Exit(9);
-  if (fault_.at("delay", rank_, t))
+  const bool computes = optimizer_->computes_step(t);
+  if (computes && fault_.delays(rank_, t))
     std::this_thread::sleep_for(std::chrono::milliseconds(fault_.delay_ms));
   StepHooks hooks;
   if (fault_.at("nan", rank_, t)) hooks.grad_scale_factor = std::nanf("");
@@ -334,16 +347,23 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
     hooks.before_step = [] {
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     };
-  r.timings = train_step(
-      *model_, *optimizer_, accum_, B_, T_, tokens_.data(), targets_.data(),
-      [&](int32_t* in, int32_t* tg) { inputs_.train.next_batch(rank_, world_, B_, in, tg); },
-      {t, r.lr}, hooks);
+  const auto fill = [&](int32_t* in, int32_t* tg) {
+    inputs_.train.next_batch(rank_, world_, B_, in, tg);
+  };
+  if (computes) {
+    r.timings = train_step(*model_, *optimizer_, accum_, B_, T_, tokens_.data(), targets_.data(),
+                           fill, {t, r.lr}, hooks);
+    last_local_loss_ = r.timings.local_loss;
+  } else {  // this rank idles in this slot of its method's round
+    r.timings = idle_step(*optimizer_, accum_, tokens_.data(), targets_.data(), fill, {t, r.lr});
+    r.timings.local_loss = last_local_loss_;
+  }
   r.agreed = agrees_after(t);
   if (r.agreed) {
-    // Every rank learns the mean loss, whether any rank was interrupted, and each rank's
-    // communication this step.
-    r.telemetry = exchange_step_telemetry(comm_, r.timings.local_loss, interrupt_requested(),
-                                          comm_.stats().since(before));
+    // Every rank learns the mean loss (over the ranks that computed this step), whether any rank
+    // was interrupted, and each rank's communication this step.
+    r.telemetry = exchange_step_telemetry(comm_, r.timings.local_loss, computes,
+                                          interrupt_requested(), comm_.stats().since(before));
     r.loss = r.telemetry.mean_loss;
     if (!std::isfinite(r.loss))  // the mean over ranks: every rank sees the same value
       throw CollectiveError(
@@ -351,7 +371,7 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
                     (long long)t, r.loss));
   } else {
     r.loss = r.timings.local_loss;
-    GOSSAMER_CHECK(std::isfinite(r.loss),
+    GOSSAMER_CHECK(!computes || std::isfinite(r.loss),
                    "step %lld: non-finite loss (%g) on rank %d; stopping (the last checkpoint is "
                    "intact)",
                    (long long)t, r.loss, rank_);
@@ -424,14 +444,57 @@ void TrainingRun::with_evaluation_weights(Fn&& fn) {
   if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
 }
 
-void TrainingRun::evaluate_at(int64_t step) {
+std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
+  if (!inputs_.val || world_ == 1 ||
+      optimizer_->replicas() == optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP ||
+      optimizer_->replicas_identical_now() || state_.step == 0)
+    return std::nullopt;
+  // This rank's replica alone, on the windows the ranks share out for the average's loss.
+  const eval::EvalResult own =
+      eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_, tokens_.data(),
+                     targets_.data(), nullptr);
+  std::span<const float> x = model_->params();
+  float* mean = evaluation_weights_.data();  // scratch until the evaluation weights are written
+  std::copy(x.begin(), x.end(), mean);
+  comm_.all_reduce(mean, x.size(), comm::DType::F32, comm::ReduceOp::SUM).wait();
+  ops_.scale(mean, float(1.0 / world_), x.size());
+  double d2 = 0, m2 = 0;
+#pragma omp parallel for reduction(+ : d2, m2) schedule(static)
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = double(x[i]) - double(mean[i]);
+    d2 += d * d;
+    m2 += double(mean[i]) * double(mean[i]);
+  }
+  const double mine[3] = {own.loss, std::sqrt(d2), std::sqrt(m2)};
+  const std::vector<double> all = comm::all_gather_doubles(comm_, mine);
+  ReplicaEval r;
+  for (int k = 0; k < world_; ++k) {
+    r.val_loss.push_back(all[size_t(3 * k)]);
+    r.consensus_distance += all[size_t(3 * k + 1)] / world_;
+  }
+  r.consensus_relative = mine[2] > 0 ? r.consensus_distance / mine[2] : 0.0;
+  return r;
+}
+
+void TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& replicas) {
   if (!inputs_.val) return;
   Stopwatch w;
   const eval::EvalResult r = eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches,
                                             tokens_.data(), targets_.data(), &comm_);
   log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
            (long long)r.tokens, w.seconds());
-  if (metrics_) metrics_->write({{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}});
+  json line = {{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}};
+  if (replicas) {
+    const auto [lo, hi] = std::minmax_element(replicas->val_loss.begin(), replicas->val_loss.end());
+    log_info("step %lld | val loss of the replicas %.4f to %.4f | consensus distance %.4g (%.3g "
+             "relative)",
+             (long long)step, *lo, *hi, replicas->consensus_distance,
+             replicas->consensus_relative);
+    line["val_loss_replicas"] = replicas->val_loss;
+    line["optim"] = {{"consensus_distance", replicas->consensus_distance},
+                     {"consensus_distance_relative", replicas->consensus_relative}};
+  }
+  if (metrics_) metrics_->write(line);
 }
 
 void TrainingRun::sample() {
@@ -462,7 +525,7 @@ void TrainingRun::checkpoint() {
 int TrainingRun::run() {
   const auto due = [this](int64_t every) { return every > 0 && state_.step % every == 0; };
   if (resumed_from_.empty() && tc_.eval_every > 0)  // the loss before training
-    with_evaluation_weights([&] { evaluate_at(0); });
+    with_evaluation_weights([&] { evaluate_at(0, std::nullopt); });
   Stopwatch run_clock;
   int exit_code = 0;
   for (int64_t step = state_.step; step < tc_.steps; ++step) {
@@ -475,11 +538,13 @@ int TrainingRun::run() {
     const bool last = state_.step == tc_.steps;
     const bool eval = tc_.eval_every > 0 && (due(tc_.eval_every) || last);
     const bool samples = tc_.sample_every > 0 && (due(tc_.sample_every) || last);
-    if (eval || samples)
+    if (eval || samples) {
+      const std::optional<ReplicaEval> replicas = eval ? evaluate_replicas() : std::nullopt;
       with_evaluation_weights([&] {
-        if (eval) evaluate_at(state_.step);
+        if (eval) evaluate_at(state_.step, replicas);
         if (samples) sample();
       });
+    }
     const bool interrupted = r.agreed && r.telemetry.any_interrupted;  // alike on every rank
     if (last || interrupted || due(tc_.checkpoint_every)) checkpoint();
     if (interrupted && !last) {

@@ -1,0 +1,63 @@
+// GASLoC (Cagnasso, Belilovsky, Oyallon, arXiv 2606.11081; ALGORITHMS.md 5.2, docs/GASLOC.md)
+// and gossip averaging (the D-PSGD-style baseline). Both take rounds of local AdamW steps
+// (local_rounds.h), then mix with the round's peers (gossip_topology.h) instead of an
+// all-reduce: x_i <- (1 - deg_i alpha) x_i + alpha sum_j x_j over the vectors received.
+//   gasloc mixed_nesterov: delta_i = anchor_i - x_i; m_i <- mu m_i + delta_i;
+//       z_i = anchor_i - lr_out (delta_i + mu m_i); x_i <- mix(z)_i; anchor_i <- x_i
+//       (on the complete graph with exact averaging the mean of z is DiLoCo's update).
+//   gasloc zij_literal: y_i = anchor_i + lr_out (x_i - anchor_i);
+//       x_i <- mix(y)_i + gamma (y_i - y_i of the previous round); anchor_i <- x_i.
+//   gossip: x_i <- mix(x)_i (no anchor, no outer state).
+// Only the matched peers wait for each other: a round issues sendrecv calls only (the complete
+// graph: one all-reduce). Invariant: every rank's outer state is its own (per-rank scope);
+// evaluation and model.safetensors see the average of the replicas.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/buffer.h"
+#include "optim/local_rounds.h"
+
+namespace gossamer::optim {
+
+std::unique_ptr<Optimizer> make_gasloc(const OptimizerSetup& setup);
+std::unique_ptr<Optimizer> make_gossip(const OptimizerSetup& setup);
+
+enum class OuterUpdate { OUTER_MIXED_NESTEROV, OUTER_ZIJ_LITERAL, OUTER_NONE };
+
+class Gasloc final : public LocalRounds {
+ public:
+  // gossip: OUTER_NONE with the optimizer.gossip section; gasloc: its mode.
+  Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& steps,
+         const std::string& steps_key, const GossipGraph& graph, OuterUpdate outer,
+         double outer_lr, double outer_momentum);
+
+  // The complete graph averages by an all-reduce: mixed_nesterov's replicas are then identical
+  // at round ends (DiLoCo); otherwise they never are.
+  Replicas replicas() const override;
+  bool replicas_identical_now() const override;
+  size_t state_bytes() const override;
+  bool evaluation_weights(std::span<float> out) override;
+
+ private:
+  void on_attach() override;
+  void end_round(int64_t round) override;
+  std::vector<StateTensor> outer_state() override;
+  void round_metrics(std::vector<std::pair<std::string, double>>& out) const override;
+  // Replaces params_ (this rank's vector to mix) by its mix with the round's peers; `keep`,
+  // when given, receives the vector before mixing (zij_literal's y).
+  void mix(int64_t round, float* keep);
+
+  GossipTopology topology_;
+  double alpha_;
+  OuterUpdate outer_;
+  double outer_lr_, outer_momentum_;
+  bool exact_average_;  // complete graph with alpha = 1 / world: the mean, as DiLoCo computes it
+  HostBuffer<float> anchor_, momentum_;  // momentum: m (mixed_nesterov) or y_prev (zij_literal)
+  std::vector<HostBuffer<float>> received_;  // one per exchange of the largest round
+  int last_degree_ = 0;
+  std::vector<int> last_peers_;
+};
+
+}  // namespace gossamer::optim

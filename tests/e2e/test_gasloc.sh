@@ -1,0 +1,149 @@
+# DiLoCo, GASLoC and gossip end to end (docs/GASLOC.md), at 4 ranks on the tiny model: GASLoC
+# mixed_nesterov on the complete graph reproduces DiLoCo's loss curve; a gossip round issues
+# sendrecv calls only, of the analytic size (one_peer: one parameter vector per round, ring: two);
+# a slow rank (GOSSAMER_FAULT=delay) delays only the peers it exchanges with (DiLoCo: everyone);
+# per-rank local_steps; each replica's validation loss and the consensus distance at evaluation;
+# per-rank state resumes bit-identical at the same world size and is refused at another; bad
+# settings are refused naming the key.
+source "$(dirname "$0")/lib.sh"
+require_data
+G="$GOSSAMER"
+TINY=configs/test/gpt2-tiny.json
+common=(--set train.steps=16 --set train.eval_every=0 --set train.log_every=1
+        --set train.checkpoint_every=0 --set data.micro_batch=2)
+train4() {  # NAME ARGS... (4 ranks)
+  local name="$1"; shift
+  mpirun_np 4 "$G" train -c $TINY "${common[@]}" --out "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 \
+    || { tail -n 20 "$WORK/$name.log"; fail "$name: training failed"; return 1; }
+}
+metrics() { echo "$WORK/$1/metrics.jsonl"; }
+
+# 1. The complete graph in mixed_nesterov mode is DiLoCo: the same loss at every step (within
+# 1e-6 relative: each rank's own outer momentum is averaged by linearity, not bit for bit).
+train4 diloco --set optimizer.name=diloco --set optimizer.diloco.local_steps=4 \
+  --set train.eval_every=4 --set train.eval_batches=2
+train4 complete --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=4 \
+  --set optimizer.gasloc.topology=complete --set train.eval_every=4 --set train.eval_batches=2
+node -e '
+  const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
+  const a = rd(process.argv[1]), b = rd(process.argv[2]);
+  let worst = 0, n = 0;
+  for (const k of ["loss", "val_loss"]) {
+    const x = a.filter((j) => k in j), y = b.filter((j) => k in j);
+    if (x.length !== y.length) process.exit(2);
+    for (let i = 0; i < x.length; ++i, ++n) worst = Math.max(worst, Math.abs(x[i][k] - y[i][k]) / Math.abs(x[i][k]));
+  }
+  const rounds = a.filter((j) => "loss" in j && j.optim.round_end === 1).map((j) => j.step).join();
+  console.log(`${n} losses, largest relative difference ${worst.toExponential(2)}, rounds end at ${rounds}`);
+  process.exit(n === 21 && worst <= 1e-6 && rounds === "4,8,12,16" ? 0 : 1);' \
+  "$(metrics diloco)" "$(metrics complete)" >"$WORK/cmp" \
+  && pass "gasloc on the complete graph = diloco: $(cat "$WORK/cmp")" || fail "complete graph vs diloco: $(cat "$WORK/cmp")"
+
+# 2. Gossip rounds: between agreements (log_every 8) no collective at all, at a round end only
+# sendrecv calls of P floats per exchange (one_peer: 1, ring: 2); the replicas' losses and the
+# consensus distance at evaluation.
+P="$(grep -o '[0-9]* parameters' "$WORK/diloco.log" | head -n 1 | cut -d' ' -f1)"
+for topo in one_peer:1 ring:2; do
+  name="gossip-${topo%%:*}"
+  train4 "$name" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=2 \
+    --set "optimizer.gasloc.topology=${topo%%:*}" --set train.log_every=8 --set train.eval_every=8 \
+    --set train.eval_batches=2 || continue
+  node -e '
+    const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse);
+    const P = Number(process.argv[2]), exchanges = Number(process.argv[3]);
+    const bad = [];
+    for (const j of lines.filter((j) => "loss" in j)) {
+      const kinds = Object.keys(j.comm).filter((k) => j.comm[k].calls > 0);
+      const agreed = j.step % 8 === 0, end = j.step % 2 === 0;
+      const want = [...(end ? ["sendrecv"] : []), ...(agreed ? ["all_gather"] : [])].sort().join();
+      if (kinds.sort().join() !== want) bad.push(`step ${j.step}: ${kinds}`);
+      if (end && (j.comm.sendrecv.bytes_sent !== 4 * P * exchanges || j.optim.degree !== exchanges))
+        bad.push(`step ${j.step}: sent ${j.comm.sendrecv.bytes_sent}`);
+    }
+    const ev = lines.filter((j) => "val_loss_replicas" in j);
+    if (ev.length !== 2 || ev.some((j) => j.val_loss_replicas.length !== 4 || !(j.optim.consensus_distance > 0)))
+      bad.push(`evaluations ${JSON.stringify(ev)}`);
+    console.log(bad.join("; ") || `sendrecv of ${4 * P * exchanges} bytes per round, nothing else`);
+    process.exit(bad.length ? 1 : 0);' "$(metrics "$name")" "$P" "${topo##*:}" >"$WORK/cmp" \
+    && pass "$name: $(cat "$WORK/cmp"); 4 replica losses and a consensus distance per evaluation" \
+    || fail "$name: $(cat "$WORK/cmp")"
+done
+
+# 3. Rank 0 sleeps 1.5 s before step 5 (H = 1: every step is a round). Only the ranks that
+# exchange with it wait in that round: ring neighbours 1 and 3 (not 2); the one_peer partner
+# rank 0's metrics name; with DiLoCo every rank waits in the all-reduce.
+export GOSSAMER_FAULT=delay:0:5:1500
+train4 slow-ring --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=1 --set optimizer.gasloc.topology=ring
+train4 slow-pair --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=1 --set optimizer.gasloc.topology=one_peer
+train4 slow-diloco --set optimizer.name=diloco --set optimizer.diloco.local_steps=1
+unset GOSSAMER_FAULT
+waits() {  # FILE: "waiting ranks" (> 1 s) and "free ranks" (< 0.5 s) at step 5, and rank 0's peer
+  node -e '
+    const j = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).find((j) => j.step === 5 && "loss" in j);
+    const w = j.ranks.filter((r) => r.rank !== 0);
+    console.log(w.filter((r) => r.wait_s > 1).map((r) => r.rank).join() + "|" + w.filter((r) => r.wait_s < 0.5).map((r) => r.rank).join() + "|" + (j.optim.peer0 ?? ""));' "$1"
+}
+got="$(waits "$(metrics slow-ring)")"
+[[ "$got" == "1,3|2|"* ]] && pass "slow rank 0 on the ring: neighbours 1 and 3 wait, rank 2 does not ($got)" \
+  || fail "ring waits at the slow step: $got (want 1,3|2|...)"
+got="$(waits "$(metrics slow-pair)")"; peer="${got##*|}"
+others="$(for r in 1 2 3; do [[ $r != "$peer" ]] && printf '%s,' $r; done)"
+[[ -n "$peer" && "$got" == "$peer|${others%,}|$peer" ]] \
+  && pass "slow rank 0 on one_peer: only its partner $peer waits ($got)" || fail "one_peer waits: $got"
+got="$(waits "$(metrics slow-diloco)")"
+[[ "$got" == "1,2,3||" ]] && pass "diloco: every rank waits for the slow one ($got)" || fail "diloco waits: $got"
+
+# 4. Per-rank local steps: ranks 0-1 take 1 step, ranks 2-3 take 3 per round of 3 steps; the
+# idle slots draw no gradient (each rank's own inner step count) and the rounds end every 3.
+train4 hetero --set optimizer.name=gossip --set 'optimizer.gossip.local_steps=[1,1,3,3]' \
+  --set optimizer.gossip.topology=ring --set train.steps=9
+node -e '
+  const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse).filter((j) => "loss" in j);
+  const ends = lines.filter((j) => j.optim.round_end === 1).map((j) => j.step).join();
+  const idle = lines.filter((j) => j.time_s.fwd === 0).map((j) => j.step).join();  // rank 0 idles
+  console.log(`rounds end at ${ends}; rank 0 idles at ${idle}`);
+  process.exit(ends === "3,6,9" && idle === "2,3,5,6,8,9" ? 0 : 1);' "$(metrics hetero)" >"$WORK/cmp" \
+  && pass "per-rank local_steps: $(cat "$WORK/cmp")" || fail "per-rank local_steps: $(cat "$WORK/cmp")"
+
+# 5. Per-rank state: resume at 4 ranks bit-identical (mid-round checkpoint), refused at 2.
+for m in "gasloc mode=zij_literal" "diloco outer_lr=0.5"; do
+  set -- $m
+  train4 "res-$1" --set "optimizer.name=$1" --set "optimizer.$1.local_steps=3" --set "optimizer.$1.$2" \
+    --set train.checkpoint_every=4 --set train.keep_checkpoints=0 --set train.steps=12 || continue
+  train4 "res-$1-r" --set "optimizer.name=$1" --set "optimizer.$1.local_steps=3" --set "optimizer.$1.$2" \
+    --set train.checkpoint_every=4 --set train.keep_checkpoints=0 --set train.steps=12 \
+    --resume "$WORK/res-$1/checkpoints/step_00000004" \
+    && cmp -s "$WORK/res-$1/checkpoints/step_00000012/optimizer.safetensors" "$WORK/res-$1-r/checkpoints/step_00000012/optimizer.safetensors" \
+    && cmp -s "$WORK/res-$1/checkpoints/step_00000012/model.safetensors" "$WORK/res-$1-r/checkpoints/step_00000012/model.safetensors" \
+    && pass "$1: resume from step 4 (mid-round) at 4 ranks is bit-identical" || fail "$1: resume differs"
+done
+expect_error "gasloc state at another world size" "per rank .*saved at 4 rank\(s\); this run has 2" \
+  mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=3 \
+  --set optimizer.gasloc.mode=zij_literal --set train.steps=12 --set data.micro_batch=4 --out "$WORK/res-2" \
+  --resume "$WORK/res-gasloc/checkpoints/step_00000004"
+
+# 6. Bad settings, named by key.
+bad() { local name="$1" pattern="$2"; shift 2
+  expect_error "$name" "$pattern" "$G" train -c $TINY "${common[@]}" --out "$WORK/bad" "$@"; }
+bad "gasloc topology unknown" 'optimizer.gasloc.topology: expected a string, one of' \
+  --set optimizer.name=gasloc --set optimizer.gasloc.topology=torus
+bad "gasloc local_steps < 1" 'optimizer.gasloc.local_steps: must be >= 1' \
+  --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=0
+bad "diloco local_steps < 1 in a per-rank list" 'optimizer.diloco.local_steps\[1\]: must be >= 1' \
+  --set optimizer.name=diloco --set 'optimizer.diloco.local_steps=[2,0]'
+bad "gasloc outer_momentum >= 1" 'optimizer.gasloc.outer_momentum: must lie in \[0, 1\)' \
+  --set optimizer.name=gasloc --set optimizer.gasloc.outer_momentum=1
+bad "gasloc mode unknown" 'optimizer.gasloc.mode: expected a string, one of' \
+  --set optimizer.name=gasloc --set optimizer.gasloc.mode=nesterov
+bad "gasloc section with diloco" 'optimizer.gasloc: section not used: optimizer.name is "diloco"' \
+  --set optimizer.name=diloco --set optimizer.gasloc.local_steps=2
+expect_error "per-rank local_steps of the wrong length" \
+  'optimizer.gossip.local_steps: a per-rank list of 3 values, but the run has 2 rank' \
+  mpirun_np 2 "$G" train -c $TINY "${common[@]}" --out "$WORK/bad2" --set optimizer.name=gossip \
+  --set 'optimizer.gossip.local_steps=[1,2,3]'
+expect_error "gossip_weight above 1 / degree" 'optimizer.gasloc.gossip_weight: 0.6 x the ring topology' \
+  mpirun_np 4 "$G" train -c $TINY "${common[@]}" --out "$WORK/bad4" --set optimizer.name=gasloc \
+  --set optimizer.gasloc.topology=ring --set optimizer.gasloc.gossip_weight=0.6
+bad "diloco with ZeRO" 'parallel.zero_stage: optimizer "diloco" keeps a whole replica' \
+  --set optimizer.name=diloco --set parallel.zero_stage=1
+finish
