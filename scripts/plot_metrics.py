@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """Plots training and validation loss of one or more runs from their metrics.jsonl into a PNG.
 
-Usage: /usr/bin/python3 scripts/plot_metrics.py [--title TEXT] OUT.png RUN_DIR [RUN_DIR ...]
+Usage: /usr/bin/python3 scripts/plot_metrics.py [--title TEXT] [--x step|time|bytes] OUT.png
+           RUN_DIR [RUN_DIR ...]
+--x: the horizontal axis: the step (default), the training time (the sum of the logged step
+times, rank 0's view; evaluation excluded) or the bytes rank 0 sent (the sum of the logged
+per-step bytes_sent), each up to the step of the point.
 Uses Debian's python3-matplotlib (installed by scripts/install-deps.sh); each run's label is
 its directory name (`gossamer sweep` passes its point directories and a title).
 """
@@ -15,8 +19,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def read_metrics(run_dir):
+def read_metrics(run_dir, x_axis="step"):
     train, val = [], []
+    at_step, total = {0: 0.0}, 0.0  # step -> cumulative time or bytes
     path = os.path.join(run_dir, "metrics.jsonl")
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -28,9 +33,15 @@ def read_metrics(run_dir):
             except json.JSONDecodeError as e:
                 sys.exit(f"{path}:{n}: not JSON: {e}")
             if "loss" in j:
-                train.append((j["step"], j["loss"]))
+                if x_axis == "time":
+                    total += j["time_s"]["total"]
+                elif x_axis == "bytes":
+                    total += j["bytes_sent"]
+                at_step[j["step"]] = total
+                train.append((j["step"] if x_axis == "step" else total, j["loss"]))
             if "val_loss" in j:
-                val.append((j["step"], j["val_loss"]))
+                x = j["step"] if x_axis == "step" else at_step.get(j["step"], total)
+                val.append((x, j["val_loss"]))
     return train, val
 
 
@@ -46,15 +57,21 @@ def smooth(values, k=20):
 
 def main():
     args = sys.argv[1:]
-    title = "gossamer training loss"
-    if len(args) >= 2 and args[0] == "--title":
-        title, args = args[1], args[2:]
+    title, x_axis = "gossamer training loss", "step"
+    while len(args) >= 2 and args[0] in ("--title", "--x"):
+        if args[0] == "--title":
+            title = args[1]
+        elif args[1] in ("step", "time", "bytes"):
+            x_axis = args[1]
+        else:
+            sys.exit(f"--x: expected step, time or bytes, found {args[1]!r}")
+        args = args[2:]
     if len(args) < 2:
         sys.exit(__doc__)
     out, runs = args[0], args[1:]
     fig, ax = plt.subplots(figsize=(8, 5))
     for i, run in enumerate(runs):
-        train, val = read_metrics(run)
+        train, val = read_metrics(run, x_axis)
         label = os.path.basename(os.path.normpath(run))
         color = f"C{i}"
         if train:
@@ -64,7 +81,8 @@ def main():
         if val:
             steps, losses = zip(*val)
             ax.plot(steps, losses, "o--", color=color, label=f"{label} validation")
-    ax.set_xlabel("step")
+    ax.set_xlabel({"step": "step", "time": "training time (s, rank 0)",
+                   "bytes": "bytes sent by rank 0"}[x_axis])
     ax.set_ylabel("loss (nats/token)")
     ax.set_title(title)
     ax.grid(alpha=0.3)

@@ -53,29 +53,4 @@ train adamw "$adamw_steps" --set optimizer.name=adamw "${adamw_sets[@]}"
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, 4 ranks x 1 thread, link $rate per rank (emulated), $config"
 echo "# AdamW: ${adamw_sets[*]}; SCAPE: ${scape_sets[*]}"
-node -e '
-  const fs = require("fs");
-  const [out, rate, targetArg] = process.argv.slice(1);
-  const read = (m) => fs.readFileSync(`${out}/${rate}-${m}/metrics.jsonl`, "utf8").split("\n")
-    .filter(Boolean).map(JSON.parse);
-  const runs = {scape: read("scape"), adamw: read("adamw")};
-  const vals = (r) => r.filter((j) => "val_loss" in j && j.step > 0);
-  const final = (r) => vals(r)[vals(r).length - 1];
-  const target = targetArg ? Number(targetArg) : final(runs.scape).val_loss;
-  console.log(`target validation loss ${target.toFixed(4)}` + (targetArg ? "" : " (the final one of SCAPE)"));
-  console.log("| method | steps run | median step | final val | first eval at or below the target | training time to it |");
-  console.log("|---|--:|--:|--:|--:|--:|");
-  const med = (v) => { v = v.slice().sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
-  const times = {};
-  for (const [m, r] of Object.entries(runs)) {
-    const steps = r.filter((j) => "loss" in j);
-    const hit = vals(r).find((j) => j.val_loss <= target + 1e-12);
-    const t = hit ? steps.filter((j) => j.step <= hit.step).reduce((s, j) => s + j.time_s.total, 0) : NaN;
-    times[m] = t;
-    console.log(`| ${m} | ${steps.length} | ${(1e3 * med(steps.map((j) => j.time_s.total))).toFixed(0)} ms | ` +
-      `${final(r).val_loss.toFixed(4)} | ${hit ? "step " + hit.step : "not reached"} | ` +
-      `${hit ? t.toFixed(1) + " s" : "-"} |`);
-  }
-  if (isFinite(times.scape) && isFinite(times.adamw))
-    console.log(`AdamW / SCAPE time to the target: ${(times.adamw / times.scape).toFixed(2)}x`);
-' "$out" "$rate" "$target"
+node scripts/time_to_loss_table.js "$target" "$out/$rate-scape:scape" "$out/$rate-adamw:adamw"

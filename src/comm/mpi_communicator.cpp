@@ -372,8 +372,8 @@ void MpiCommunicator::run_sendrecv_many(const Op& op) {
 }
 
 Work MpiCommunicator::sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
-                                    std::span<void* const> recv_bufs,
-                                    std::span<const int> sources, DType dtype) {
+                                    std::span<void* const> recv_bufs, std::span<const int> sources,
+                                    DType dtype) {
   GOSSAMER_CHECK(recv_bufs.size() == sources.size(),
                  "comm sendrecv_many: %zu sources but %zu receive buffers", sources.size(),
                  recv_bufs.size());

@@ -72,11 +72,11 @@ class MpiCommunicator final : public Communicator {
     size_t n = 0, n2 = 0;     // element counts (sendrecv: send, recv)
     int peer = 0, peer2 = 0;  // root / peer (sendrecv: dest, source)
     bool in_place = false;
-    std::vector<size_t> counts;  // reduce_scatter / all_gather
+    std::vector<size_t> counts;       // reduce_scatter / all_gather
     std::vector<int> dests, sources;  // sendrecv_many (op.in to every dest, out_many from sources)
     std::vector<void*> out_many;
-    size_t chunk = 0;            // elements per MPI call
-    std::string context;         // the communicator's context when issued, for errors
+    size_t chunk = 0;     // elements per MPI call
+    std::string context;  // the communicator's context when issued, for errors
     std::shared_ptr<State> state;
   };
 

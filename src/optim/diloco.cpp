@@ -13,8 +13,7 @@ std::unique_ptr<Optimizer> make_diloco(const OptimizerSetup& setup) {
 }
 
 Diloco::Diloco(const OptimizerSetup& setup)
-    : LocalRounds(setup, "diloco", setup.config.diloco.local_steps,
-                  "optimizer.diloco.local_steps"),
+    : LocalRounds(setup, "diloco", setup.config.diloco.local_steps, "optimizer.diloco.local_steps"),
       outer_lr_(setup.config.diloco.outer_lr),
       outer_momentum_(setup.config.diloco.outer_momentum),
       anchor_(total_),
@@ -55,7 +54,9 @@ std::vector<StateTensor> Diloco::outer_state() {
           StateTensor::per_rank("diloco.momentum", momentum_.data(), total_)};
 }
 
-size_t Diloco::state_bytes() const { return LocalRounds::state_bytes() + 2 * total_ * sizeof(float); }
+size_t Diloco::state_bytes() const {
+  return LocalRounds::state_bytes() + 2 * total_ * sizeof(float);
+}
 
 bool Diloco::evaluation_weights(std::span<float> out) {
   GOSSAMER_CHECK(out.size() == total_, "diloco: evaluation buffer of %zu, layout %zu", out.size(),

@@ -14,14 +14,14 @@ std::unique_ptr<Optimizer> make_gasloc(const OptimizerSetup& setup) {
   const OuterUpdate outer = c.mode == GaslocMode::GASLOC_MODE_MIXED_NESTEROV
                                 ? OuterUpdate::OUTER_MIXED_NESTEROV
                                 : OuterUpdate::OUTER_ZIJ_LITERAL;
-  return std::make_unique<Gasloc>(setup, "gasloc", c.local_steps, "optimizer.gasloc.local_steps",
-                                  c, outer, c.outer_lr, c.outer_momentum);
+  return std::make_unique<Gasloc>(setup, "gasloc", c.local_steps, "optimizer.gasloc.local_steps", c,
+                                  outer, c.outer_lr, c.outer_momentum);
 }
 
 std::unique_ptr<Optimizer> make_gossip(const OptimizerSetup& setup) {
   const GossipConfig& c = setup.config.gossip;
-  return std::make_unique<Gasloc>(setup, "gossip", c.local_steps, "optimizer.gossip.local_steps",
-                                  c, OuterUpdate::OUTER_NONE, 1.0, 0.0);
+  return std::make_unique<Gasloc>(setup, "gossip", c.local_steps, "optimizer.gossip.local_steps", c,
+                                  OuterUpdate::OUTER_NONE, 1.0, 0.0);
 }
 
 Gasloc::Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& steps,
@@ -131,8 +131,7 @@ void Gasloc::mix(int64_t round, float* y_prev) {
       sources.push_back(e.recv_from);
       into.push_back(received_[into.size()].data());
     }
-    if (!dests.empty())
-      comm_.sendrecv_many(x, n, dests, into, sources, comm::DType::F32).wait();
+    if (!dests.empty()) comm_.sendrecv_many(x, n, dests, into, sources, comm::DType::F32).wait();
     last_peers_ = sources;
     last_degree_ = int(sources.size());
   }
@@ -155,8 +154,8 @@ void Gasloc::mix(int64_t round, float* y_prev) {
 
 std::vector<StateTensor> Gasloc::outer_state() {
   if (outer_ == OuterUpdate::OUTER_NONE) return {};
-  const char* second = outer_ == OuterUpdate::OUTER_MIXED_NESTEROV ? "gasloc.momentum"
-                                                                    : "gasloc.y_prev";
+  const char* second =
+      outer_ == OuterUpdate::OUTER_MIXED_NESTEROV ? "gasloc.momentum" : "gasloc.y_prev";
   return {StateTensor::per_rank("gasloc.anchor", anchor_.data(), total_),
           StateTensor::per_rank(second, momentum_.data(), total_)};
 }

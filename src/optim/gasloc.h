@@ -30,8 +30,8 @@ class Gasloc final : public LocalRounds {
  public:
   // gossip: OUTER_NONE with the optimizer.gossip section; gasloc: its mode.
   Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& steps,
-         const std::string& steps_key, const GossipGraph& graph, OuterUpdate outer,
-         double outer_lr, double outer_momentum);
+         const std::string& steps_key, const GossipGraph& graph, OuterUpdate outer, double outer_lr,
+         double outer_momentum);
 
   // The complete graph averages by an all-reduce: mixed_nesterov's replicas are then identical
   // at round ends (DiLoCo); otherwise they never are.
@@ -54,7 +54,7 @@ class Gasloc final : public LocalRounds {
   OuterUpdate outer_;
   double outer_lr_, outer_momentum_;
   bool exact_average_;  // complete graph with alpha = 1 / world: the mean, as DiLoCo computes it
-  HostBuffer<float> anchor_, momentum_;  // momentum: m (mixed_nesterov) or y_prev (zij_literal)
+  HostBuffer<float> anchor_, momentum_;      // momentum: m (mixed_nesterov) or y_prev (zij_literal)
   std::vector<HostBuffer<float>> received_;  // one per exchange of the largest round
   int last_degree_ = 0;
   std::vector<int> last_peers_;

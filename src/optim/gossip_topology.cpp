@@ -25,7 +25,8 @@ std::vector<int> random_matching(int world, uint64_t seed, int64_t round, int wh
   std::iota(order.begin(), order.end(), 0);
   // One stream per (round, matching), separate from every other use of the seed.
   Rng rng(seed ^ 0x6A09E667F3BCC908ull, uint64_t(round) * 2 + uint64_t(which));
-  for (int i = world - 1; i > 0; --i) std::swap(order[size_t(i)], order[rng.below(uint64_t(i) + 1)]);
+  for (int i = world - 1; i > 0; --i)
+    std::swap(order[size_t(i)], order[rng.below(uint64_t(i) + 1)]);
   std::vector<int> partner(size_t(world), -1);
   for (int i = 0; i + 1 < world; i += 2) {  // odd world: the last in the order sits out
     partner[size_t(order[size_t(i)])] = order[size_t(i) + 1];

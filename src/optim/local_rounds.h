@@ -45,9 +45,9 @@ class LocalRounds : public LocalAdamW {
 
   const char* name_;
   LocalSteps steps_;
-  int64_t slots_;             // trainer steps per round: max(local_steps)
-  uint64_t seed_;             // train.seed: random peers
-  int64_t last_t_ = 0;        // the last update taken
+  int64_t slots_;       // trainer steps per round: max(local_steps)
+  uint64_t seed_;       // train.seed: random peers
+  int64_t last_t_ = 0;  // the last update taken
   bool last_ended_round_ = false;
 };
 

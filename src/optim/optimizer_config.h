@@ -67,7 +67,8 @@ struct OptimizerConfig {
                  section_unused_reason("dst"));
     v.subsection("smet", smet, "SMET's fixes for regrown weights (read by smet)",
                  section_unused_reason("smet"));
-    v.subsection("diloco", diloco, "DiLoCo: local steps and the outer Nesterov step (read by diloco)",
+    v.subsection("diloco", diloco,
+                 "DiLoCo: local steps and the outer Nesterov step (read by diloco)",
                  section_unused_reason("diloco"));
     v.subsection("gasloc", gasloc,
                  "GASLoC: local steps, gossip with the round's peers and the accelerated outer "

@@ -82,6 +82,7 @@ T convert(const json& j, const std::string& where) {
   };
   if constexpr (std::is_same_v<T, optim::LocalSteps>) {
     optim::LocalSteps steps{{}};
+    if (!j.is_array() && !j.is_number()) mismatch();
     if (j.is_array()) {
       if (j.empty()) mismatch();
       for (size_t i = 0; i < j.size(); ++i)

@@ -14,13 +14,16 @@ FaultPlan parse_fault_plan(const std::string& value) {
   char kind[16] = {};
   int rank = -1;
   long long step = -1, ms = -1, count = 1;
-  char extra = 0;
-  const int n = std::sscanf(value.c_str(), "%15[a-z]:%d:%lld:%lld:%lld%c", kind, &rank, &step,
-                            &ms, &count, &extra);
+  int used3 = -1, used4 = -1, used5 = -1;  // characters read through each field
+  const int n = std::sscanf(value.c_str(), "%15[a-z]:%d:%lld%n:%lld%n:%lld%n", kind, &rank, &step,
+                            &used3, &ms, &used4, &count, &used5);
+  const int used = n == 5 ? used5 : n == 4 ? used4 : n == 3 ? used3 : -1;
+  const bool whole = used == int(value.size());  // nothing after the last field
   const bool delay = !std::strcmp(kind, "delay");
   const bool known = delay || !std::strcmp(kind, "nan") || !std::strcmp(kind, "hang") ||
                      !std::strcmp(kind, "exit");
-  GOSSAMER_CHECK(known && rank >= 0 && step >= 1 && (delay ? (n == 4 || n == 5) && ms >= 0 && count >= 0 : n == 3),
+  GOSSAMER_CHECK(whole && known && rank >= 0 && step >= 1 &&
+                     (delay ? (n == 4 || n == 5) && ms >= 0 && count >= 0 : n == 3),
                  "GOSSAMER_FAULT=\"%s\": expected KIND:RANK:STEP with KIND nan, hang or exit, or "
                  "delay:RANK:STEP:MS[:COUNT]",
                  value.c_str());

@@ -41,8 +41,8 @@ StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t
   return s;
 }
 
-StepTimings idle_step(optim::Optimizer& optimizer, int64_t accum, int32_t* inputs,
-                      int32_t* targets, const std::function<void(int32_t*, int32_t*)>& fill_batch,
+StepTimings idle_step(optim::Optimizer& optimizer, int64_t accum, int32_t* inputs, int32_t* targets,
+                      const std::function<void(int32_t*, int32_t*)>& fill_batch,
                       const optim::StepContext& ctx) {
   StepTimings s;
   for (int64_t micro = 0; micro < accum; ++micro) fill_batch(inputs, targets);

@@ -37,8 +37,8 @@ StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t
 // A step in which this rank's method gives it no work (Optimizer::computes_step false): the
 // batches are drawn and dropped, so every rank's data position stays where a computing rank's
 // would be, and the optimizer's step() runs (it may end a round) without a forward or backward.
-StepTimings idle_step(optim::Optimizer& optimizer, int64_t accum, int32_t* inputs,
-                      int32_t* targets, const std::function<void(int32_t*, int32_t*)>& fill_batch,
+StepTimings idle_step(optim::Optimizer& optimizer, int64_t accum, int32_t* inputs, int32_t* targets,
+                      const std::function<void(int32_t*, int32_t*)>& fill_batch,
                       const optim::StepContext& ctx);
 
 }  // namespace gossamer::train

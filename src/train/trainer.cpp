@@ -136,7 +136,7 @@ const kernels::OpTable& cpu_ops_configured(const kernels::cpu::KernelsConfig& ke
 
 // The replicas of a method whose ranks hold different weights, at an evaluation.
 struct ReplicaEval {
-  std::vector<double> val_loss;  // per rank, on the same windows as the average's
+  std::vector<double> val_loss;   // per rank, on the same windows as the average's
   double consensus_distance = 0;  // mean over ranks of |x_r - mean(x)|
   double consensus_relative = 0;  // the same over |mean(x)|
 };
@@ -198,7 +198,7 @@ class TrainingRun {
   double step_time_sum_ = 0;
   int64_t timed_steps_ = 0, steps_this_run_ = 0;
   bool replica_check_due_ = false;
-  bool peak_from_first_step_ = false;  // the peak-memory mark was reset after set-up
+  bool peak_from_first_step_ = false;      // the peak-memory mark was reset after set-up
   double last_local_loss_ = std::nan("");  // this rank's loss at the last step it computed
 };
 
@@ -450,9 +450,8 @@ std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
       optimizer_->replicas_identical_now() || state_.step == 0)
     return std::nullopt;
   // This rank's replica alone, on the windows the ranks share out for the average's loss.
-  const eval::EvalResult own =
-      eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_, tokens_.data(),
-                     targets_.data(), nullptr);
+  const eval::EvalResult own = eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_,
+                                              tokens_.data(), targets_.data(), nullptr);
   std::span<const float> x = model_->params();
   float* mean = evaluation_weights_.data();  // scratch until the evaluation weights are written
   std::copy(x.begin(), x.end(), mean);
@@ -486,10 +485,10 @@ void TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& re
   json line = {{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}};
   if (replicas) {
     const auto [lo, hi] = std::minmax_element(replicas->val_loss.begin(), replicas->val_loss.end());
-    log_info("step %lld | val loss of the replicas %.4f to %.4f | consensus distance %.4g (%.3g "
-             "relative)",
-             (long long)step, *lo, *hi, replicas->consensus_distance,
-             replicas->consensus_relative);
+    log_info(
+        "step %lld | val loss of the replicas %.4f to %.4f | consensus distance %.4g (%.3g "
+        "relative)",
+        (long long)step, *lo, *hi, replicas->consensus_distance, replicas->consensus_relative);
     line["val_loss_replicas"] = replicas->val_loss;
     line["optim"] = {{"consensus_distance", replicas->consensus_distance},
                      {"consensus_distance_relative", replicas->consensus_relative}};

@@ -354,3 +354,47 @@ TEST(JsonPath, DottedPathsWalkObjectsOnly) {
   EXPECT_EQ(io::find_dotted(j, "a.b"), nullptr);  // a dot always separates keys
   EXPECT_EQ(io::find_dotted(j, ""), nullptr);
 }
+
+TEST(RunConfig, LocalStepsAreANumberOrAPerRankList) {
+  auto err = [](json j) {
+    return error_of([&] { train::parse_run_config(j, "r.json").validate(1); });
+  };
+  auto gasloc = [](json steps) {
+    return json{{"optimizer", {{"name", "gasloc"}, {"gasloc", {{"local_steps", steps}}}}}};
+  };
+  train::RunConfig one = train::parse_run_config(gasloc(7), "r");
+  EXPECT_FALSE(one.optimizer.gasloc.local_steps.per_rank());
+  EXPECT_EQ(one.optimizer.gasloc.local_steps.of(3), 7);
+  train::RunConfig list = train::parse_run_config(gasloc({1, 4, 2}), "r");
+  EXPECT_TRUE(list.optimizer.gasloc.local_steps.per_rank());
+  EXPECT_EQ(list.optimizer.gasloc.local_steps.of(1), 4);
+  EXPECT_EQ(list.optimizer.gasloc.local_steps.max(), 4);
+  // The resolved config writes a number back as a number and a list as a list.
+  EXPECT_EQ(train::to_json(one)["optimizer"]["gasloc"]["local_steps"], json(7));
+  EXPECT_EQ(train::to_json(list)["optimizer"]["gasloc"]["local_steps"], json({1, 4, 2}));
+  EXPECT_EQ(train::parse_run_config(train::to_json(list), "resolved").optimizer.gasloc.local_steps,
+            list.optimizer.gasloc.local_steps);
+
+  EXPECT_NE(err(gasloc("four")).find("optimizer.gasloc.local_steps: expected an integer or list"),
+            std::string::npos);
+  EXPECT_NE(err(gasloc(json::array())).find("optimizer.gasloc.local_steps: expected"),
+            std::string::npos);
+  EXPECT_NE(err(gasloc({1, 2.5})).find("optimizer.gasloc.local_steps[1]: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(err(gasloc({3, 0})).find("optimizer.gasloc.local_steps[1]: must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(err(gasloc(0)).find("optimizer.gasloc.local_steps: must be >= 1"), std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"name", "gossip"}, {"gossip", {{"gossip_weight", 1.5}}}}}})
+                .find("optimizer.gossip.gossip_weight: must lie in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(err({{"optimizer", {{"name", "diloco"}, {"diloco", {{"outer_lr", 0}}}}}})
+                .find("optimizer.diloco.outer_lr: must be > 0"),
+            std::string::npos);
+  // Defaults: DiLoCo's H 500, 0.7, 0.9; gossip one step per mixing.
+  const train::RunConfig d = train::parse_run_config(json::object(), "r");
+  EXPECT_EQ(d.optimizer.diloco.local_steps.of(0), 500);
+  EXPECT_EQ(d.optimizer.gasloc.local_steps.of(0), 500);
+  EXPECT_EQ(d.optimizer.gossip.local_steps.of(0), 1);
+  EXPECT_DOUBLE_EQ(d.optimizer.gasloc.outer_lr, 0.7);
+  EXPECT_DOUBLE_EQ(d.optimizer.diloco.outer_momentum, 0.9);
+}

@@ -109,7 +109,7 @@ TEST(OptimizerRegistry, UnknownNamesAndBadHyperparametersAreErrors) {
     EXPECT_NE(
         std::string(e.what()).find(
             "optimizer.name: unknown optimizer \"lion\" (known: adamw, adams, scape, dst, smet, "
-            "local_adamw)"),
+            "local_adamw, diloco, gasloc, gossip)"),
         std::string::npos);
   }
   cfg.name = "adamw";

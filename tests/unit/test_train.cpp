@@ -39,10 +39,23 @@ TEST(FaultPlan, KindsAndTheDelay) {
   EXPECT_EQ(delay.delay_ms, 250);
   EXPECT_TRUE(delay.at("delay", 1, 3));
   EXPECT_FALSE(delay.at("delay", 0, 3));
+  EXPECT_TRUE(delay.delays(1, 3));
+  EXPECT_FALSE(delay.delays(1, 4));  // one step by default
   EXPECT_EQ(parse_fault_plan("nan:0:2").kind, "nan");
   EXPECT_EQ(parse_fault_plan("exit:2:9").step, 9);
-  for (const char* bad : {"delay:1:3", "nan:0:2:5", "boom:0:1", "hang:-1:2", "exit:0:0",
-                          "delay:0:1:-5", "delay:0:1:5x"})
+  // delay:RANK:STEP:MS:COUNT: COUNT steps from STEP on, 0 to the end.
+  const auto slow = parse_fault_plan("delay:2:5:40:3");
+  EXPECT_EQ(slow.count, 3);
+  EXPECT_FALSE(slow.delays(2, 4));
+  EXPECT_TRUE(slow.delays(2, 5) && slow.delays(2, 7));
+  EXPECT_FALSE(slow.delays(2, 8));
+  EXPECT_FALSE(slow.delays(1, 6));
+  const auto always = parse_fault_plan("delay:0:2:10:0");
+  EXPECT_TRUE(always.delays(0, 2) && always.delays(0, 1000000));
+  EXPECT_FALSE(always.delays(0, 1));
+  for (const char* bad :
+       {"delay:1:3", "nan:0:2:5", "boom:0:1", "hang:-1:2", "exit:0:0", "delay:0:1:-5",
+        "delay:0:1:5x", "delay:0:1:5:-1", "delay:0:1:5:2x", "delay:0:1:5:2:1", "exit:0:1x"})
     expect_error([&] { parse_fault_plan(bad); }, {bad, "KIND:RANK:STEP"});
 }
 
