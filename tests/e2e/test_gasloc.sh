@@ -117,7 +117,7 @@ for m in "gasloc mode=zij_literal" "diloco outer_lr=0.5"; do
     && cmp -s "$WORK/res-$1/checkpoints/step_00000012/model.safetensors" "$WORK/res-$1-r/checkpoints/step_00000012/model.safetensors" \
     && pass "$1: resume from step 4 (mid-round) at 4 ranks is bit-identical" || fail "$1: resume differs"
 done
-expect_error "gasloc state at another world size" "per rank .*saved at 4 rank\(s\); this run has 2" \
+expect_error "gasloc state at another world size" "\[error\] .*per rank .*saved at 4 rank\(s\); this run has 2" \
   mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=3 \
   --set optimizer.gasloc.mode=zij_literal --set train.steps=12 --set data.micro_batch=4 --out "$WORK/res-2" \
   --resume "$WORK/res-gasloc/checkpoints/step_00000004"
@@ -138,10 +138,10 @@ bad "gasloc mode unknown" 'optimizer.gasloc.mode: expected a string, one of' \
 bad "gasloc section with diloco" 'optimizer.gasloc: section not used: optimizer.name is "diloco"' \
   --set optimizer.name=diloco --set optimizer.gasloc.local_steps=2
 expect_error "per-rank local_steps of the wrong length" \
-  'optimizer.gossip.local_steps: a per-rank list of 3 values, but the run has 2 rank' \
+  '\[error\] optimizer.gossip.local_steps: a per-rank list of 3 values, but the run has 2 rank' \
   mpirun_np 2 "$G" train -c $TINY "${common[@]}" --out "$WORK/bad2" --set optimizer.name=gossip \
   --set 'optimizer.gossip.local_steps=[1,2,3]'
-expect_error "gossip_weight above 1 / degree" 'optimizer.gasloc.gossip_weight: 0.6 x the ring topology' \
+expect_error "gossip_weight above 1 / degree" '\[error\] optimizer.gasloc.gossip_weight: 0.6 x the ring topology' \
   mpirun_np 4 "$G" train -c $TINY "${common[@]}" --out "$WORK/bad4" --set optimizer.name=gasloc \
   --set optimizer.gasloc.topology=ring --set optimizer.gasloc.gossip_weight=0.6
 bad "diloco with ZeRO" 'parallel.zero_stage: optimizer "diloco" keeps a whole replica' \

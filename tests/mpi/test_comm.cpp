@@ -8,6 +8,7 @@
 // paths are test_comm_mpi.cpp. main() and the per-rank reporting are mpi_test_main.h.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -177,6 +178,43 @@ TEST_P(CommTest, SendRecvRingWithUnequalSizes) {
                 0u)
           << label(dtype, "sendrecv", recv_n);
       EXPECT_TRUE(recv.guards_intact());
+    }
+}
+
+// A neighbour exchange: this rank's buffer to ranks r+1 and r+2, one buffer from r-1 and r-2 (one
+// peer each way at 2 ranks), counted as one call of the summed bytes.
+TEST_P(CommTest, SendRecvManyToEveryNeighbour) {
+  std::vector<int> dests, sources;
+  for (int offset : {1, 2}) {
+    const int d = (rank_ + offset) % world_, s = (rank_ + world_ - offset % world_) % world_;
+    if (d == rank_ || std::find(dests.begin(), dests.end(), d) != dests.end()) continue;
+    dests.push_back(d);
+    sources.push_back(s);
+  }
+  for (DType dtype : kDTypes)
+    for (size_t n : {size_t(1), size_t(1023), size_t(65537)}) {
+      const size_t es = dtype_size(dtype);
+      CommBuffer send(comm(), n * es);
+      std::vector<std::unique_ptr<CommBuffer>> recv;
+      std::vector<void*> into;
+      for (size_t k = 0; k < sources.size(); ++k) {
+        recv.push_back(std::make_unique<CommBuffer>(comm(), n * es));
+        into.push_back(recv.back()->data());
+      }
+      send.upload(rank_data(dtype, n, world_, rank_, 77));
+      const CommStats before = comm().stats();
+      comm().sendrecv_many(send.data(), n, dests, into, sources, dtype).wait();
+      const CommStats d = comm().stats().since(before);
+      EXPECT_EQ(d[Kind::SENDRECV].calls, 1);
+      EXPECT_EQ(d[Kind::SENDRECV].bytes_sent, int64_t(dests.size() * n * es));
+      EXPECT_EQ(d[Kind::SENDRECV].bytes_received, int64_t(sources.size() * n * es));
+      for (size_t k = 0; k < sources.size(); ++k) {
+        EXPECT_EQ(
+            count_wrong(recv[k]->download(), rank_data(dtype, n, world_, sources[k], 77), dtype),
+            0u)
+            << label(dtype, "sendrecv_many", n) << " from rank " << sources[k];
+        EXPECT_TRUE(recv[k]->guards_intact());
+      }
     }
 }
 
