@@ -7,16 +7,18 @@
 # of rank 0's logged step times, evaluation excluded; evaluations synchronise the ranks) until
 # its validation loss first reaches DiLoCo's final one. Needs root and a quiet machine.
 # Usage: scripts/study-gasloc-links.sh [--rate RATE] [--slow-rate RATE] [--slow-rank R]
-#          [--slow-worker MS] [--local-steps H] [--diloco-steps N] [--gasloc-steps N]
-#          [--eval-every N] [--set K=V]...
+#          [--slow-worker MS] [--local-steps H] [--gasloc-local-steps H|LIST] [--diloco-steps N]
+#          [--gasloc-steps N] [--eval-every N] [--skip-diloco 1] [--set K=V]...
 # Defaults: 1gbit, 100mbit on rank 3, H 20, 400 steps each, evaluation every 100 steps, inner
-# lr 2e-3. GOSSAMER_BIN selects the binary (default build/bin/gossamer). Writes
-# runs/study-gasloc-links/TAG-METHOD/.
+# lr 2e-3. --gasloc-local-steps gives GASLoC its own H or per-rank list (e.g. [20,20,20,13] for
+# a slow rank 3; the run directory is then named gasloc-LIST); --skip-diloco 1 reuses the DiLoCo
+# run of the same conditions. GOSSAMER_BIN selects the binary (default build/bin/gossamer).
+# Writes runs/study-gasloc-links/TAG-METHOD/.
 set -euo pipefail
 source "$(dirname "$0")/launch-common.sh"
 cd "$(dirname "$0")/.."
 rate=1gbit slow_rate=100mbit slow_rank=3 slow_worker=0 h=20 diloco_steps=400 gasloc_steps=400
-eval_every=100
+eval_every=100 gasloc_h="" skip_diloco=0
 sets=(--set optimizer.lr=0.002)
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || { echo "study-gasloc-links.sh: $1 needs a value" >&2; exit 2; }
@@ -26,6 +28,8 @@ while [[ $# -gt 0 ]]; do
     --slow-rank) slow_rank="$2" ;;
     --slow-worker) slow_worker="$2" ;;
     --local-steps) h="$2" ;;
+    --gasloc-local-steps) gasloc_h="$2" ;;
+    --skip-diloco) skip_diloco="$2" ;;
     --diloco-steps) diloco_steps="$2" ;;
     --gasloc-steps) gasloc_steps="$2" ;;
     --eval-every) eval_every="$2" ;;
@@ -46,7 +50,7 @@ fi
 out=runs/study-gasloc-links
 mkdir -p "$out"
 common=(-c configs/study-model.json --set train.eval_every="$eval_every" --set train.eval_batches=16
-        --set train.sample_every=0 --set train.checkpoint_every=0 --set train.log_every=25)
+        --set train.sample_every=0 --set train.checkpoint_every=0 --set train.log_every="$eval_every")
 
 train() {  # METHOD STEPS SETS...
   local method="$1" steps="$2"; shift 2
@@ -57,9 +61,11 @@ train() {  # METHOD STEPS SETS...
     "$bin" train "${common[@]}" --set train.steps="$steps" "$@" --out "$dir" >"$dir.log" 2>&1 \
     || { tail -n 20 "$dir.log"; exit 1; }
 }
-train diloco "$diloco_steps" --set optimizer.name=diloco --set optimizer.diloco.local_steps="$h" "${sets[@]}"
-train gasloc "$gasloc_steps" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps="$h" \
-  --set optimizer.gasloc.topology=one_peer "${sets[@]}"
+gasloc="gasloc${gasloc_h:+-$gasloc_h}"
+[[ "$skip_diloco" == 1 ]] || \
+  train diloco "$diloco_steps" --set optimizer.name=diloco --set optimizer.diloco.local_steps="$h" "${sets[@]}"
+train "$gasloc" "$gasloc_steps" --set optimizer.name=gasloc \
+  --set optimizer.gasloc.local_steps="${gasloc_h:-$h}" --set optimizer.gasloc.topology=one_peer "${sets[@]}"
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, 4 ranks x 1 thread, $tag (links: ${links[*]}), H $h"
-node scripts/time_to_loss_table.js "" "$out/$tag-diloco:diloco" "$out/$tag-gasloc:gasloc"
+node scripts/time_to_loss_table.js "" "$out/$tag-diloco:diloco" "$out/$tag-$gasloc:$gasloc"
