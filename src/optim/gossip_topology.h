@@ -1,6 +1,6 @@
 // Gossip topologies (docs/GASLOC.md): which ranks a rank exchanges vectors with at a round.
-// A round's exchanges are a list of sendrecv calls (send to one rank, receive from one rank)
-// that every rank issues in the same global order, so they pair up without deadlock; random
+// A round's exchanges are a list of (send to one rank, receive from one rank) pairs, all posted at
+// once (Communicator::sendrecv_many), so their order does not have to match across ranks; random
 // matchings are drawn from (seed, round) alone, so every rank derives the same graph without a
 // message. Invariants: over a round, rank a sends to b exactly when b receives from a; a
 // matching pairs every rank with another, except one rank sitting out when the world is odd;
