@@ -29,24 +29,7 @@ void Diloco::on_attach() {
 }
 
 void Diloco::end_round(int64_t /*round*/) {
-  float* theta = params_.data();
-  float* anchor = anchor_.data();
-  float* m = momentum_.data();
-  float* delta = delta_.data();
-  const size_t n = total_;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) delta[i] = anchor[i] - theta[i];
-  if (world_ > 1) {
-    comm_.all_reduce(delta, n, comm::DType::F32, comm::ReduceOp::SUM).wait();
-    ops_.scale(delta, float(1.0 / world_), n);
-  }
-  const float lr = float(outer_lr_), mu = float(outer_momentum_);
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    m[i] = mu * m[i] + delta[i];
-    anchor[i] -= lr * (delta[i] + mu * m[i]);
-    theta[i] = anchor[i];
-  }
+  nesterov_on_mean(anchor_.data(), momentum_.data(), delta_.data(), outer_lr_, outer_momentum_);
 }
 
 std::vector<StateTensor> Diloco::outer_state() {

@@ -71,6 +71,16 @@ void Gasloc::on_attach() {
 void Gasloc::end_round(int64_t round) {
   float* x = params_.data();
   const size_t n = total_;
+  if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV && exact_average_ && world_ > 1) {
+    // The complete graph with exact averaging: the mean of the z_i depends on the ranks' momenta
+    // only through their mean, so the ranks keep that mean and average the pseudo-gradients
+    // first, in DiLoCo's order of operations: bit-identical to diloco.
+    nesterov_on_mean(anchor_.data(), momentum_.data(), received_[0].data(), outer_lr_,
+                     outer_momentum_);
+    last_degree_ = world_ - 1;
+    last_peers_.clear();
+    return;
+  }
   if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV) {  // x <- z, this rank's outer step
     float* a = anchor_.data();
     float* m = momentum_.data();

@@ -4,7 +4,8 @@
 // all-reduce: x_i <- (1 - deg_i alpha) x_i + alpha sum_j x_j over the vectors received.
 //   gasloc mixed_nesterov: delta_i = anchor_i - x_i; m_i <- mu m_i + delta_i;
 //       z_i = anchor_i - lr_out (delta_i + mu m_i); x_i <- mix(z)_i; anchor_i <- x_i
-//       (on the complete graph with exact averaging the mean of z is DiLoCo's update).
+//       (on the complete graph with exact averaging the mean of z is DiLoCo's update; there the
+//       ranks keep the mean momentum and run DiLoCo's round, bit-identical to diloco).
 //   gasloc zij_literal: y_i = anchor_i + lr_out (x_i - anchor_i);
 //       x_i <- mix(y)_i + gamma (y_i - y_i of the previous round); anchor_i <- x_i.
 //   gossip: x_i <- mix(x)_i (no anchor, no outer state).

@@ -37,6 +37,27 @@ StepResult LocalRounds::step(const StepContext& ctx) {
   return result;
 }
 
+void LocalRounds::nesterov_on_mean(float* anchor, float* momentum, float* scratch, double lr,
+                                   double mu) {
+  float* x = params_.data();
+  float* m = momentum;
+  float* delta = scratch;
+  const size_t n = total_;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) delta[i] = anchor[i] - x[i];
+  if (world_ > 1) {
+    comm_.all_reduce(delta, n, comm::DType::F32, comm::ReduceOp::SUM).wait();
+    ops_.scale(delta, float(1.0 / world_), n);
+  }
+  const float lr_f = float(lr), mu_f = float(mu);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) {
+    m[i] = mu_f * m[i] + delta[i];
+    anchor[i] -= lr_f * (delta[i] + mu_f * m[i]);
+    x[i] = anchor[i];
+  }
+}
+
 std::vector<StateTensor> LocalRounds::state() {
   std::vector<StateTensor> s = LocalAdamW::state();
   for (StateTensor& t : outer_state()) s.push_back(std::move(t));

@@ -43,6 +43,11 @@ class LocalRounds : public LocalAdamW {
   // Figures of the last round end for step_metrics().
   virtual void round_metrics(std::vector<std::pair<std::string, double>>& out) const {}
 
+  // DiLoCo's outer round (diloco.h): delta = anchor - x into `scratch`, averaged over the ranks
+  // by one all-reduce, m <- mu m + delta, anchor <- anchor - lr (delta + mu m), x <- anchor.
+  // Every array is layout-sized.
+  void nesterov_on_mean(float* anchor, float* momentum, float* scratch, double lr, double mu);
+
   const char* name_;
   LocalSteps steps_;
   int64_t slots_;       // trainer steps per round: max(local_steps)
