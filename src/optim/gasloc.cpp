@@ -74,7 +74,9 @@ void Gasloc::end_round(int64_t round) {
   if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV && exact_average_ && world_ > 1) {
     // The complete graph with exact averaging: the mean of the z_i depends on the ranks' momenta
     // only through their mean, so the ranks keep that mean and average the pseudo-gradients
-    // first, in DiLoCo's order of operations: bit-identical to diloco.
+    // first, in DiLoCo's order of operations: bit-identical to diloco. This needs the anchors
+    // identical on every rank, which the complete graph keeps once the ranks start alike (a
+    // fresh run, --init-from, or a checkpoint of such a run).
     nesterov_on_mean(anchor_.data(), momentum_.data(), received_[0].data(), outer_lr_,
                      outer_momentum_);
     last_degree_ = world_ - 1;
