@@ -22,6 +22,7 @@ packages=(
   slurmd slurmctld slurm-client munge libpmix-dev  # local Slurm (scripts/slurm-local.sh); its mpi/pmix dlopens libpmix.so
 
   iproute2
+  libzstd-dev liblz4-dev  # `gossamer bench codec` compares the zip codec with zstd and lz4
 )
 study=0
 for arg in "$@"; do

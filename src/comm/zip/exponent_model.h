@@ -1,0 +1,86 @@
+// The exponent codebooks of the zip codec: prefix codes for a float's 8-bit exponent field,
+// derived from a model of the value distribution instead of a histogram of the data. A chunk is
+// summarised by three statistics from one pass (mean and spread of its exponents, share of
+// exponent-0 values); they pick one of kNumCodebooks precomputed codes and a base exponent.
+// Models: the exponent distribution of a zero-mean Gaussian (ZipCCL's: P(binade k) =
+// 2[Phi(2^(k+1)/sigma) - Phi(2^k/sigma)], a shape fixed up to the location) for spreads near a
+// Gaussian's, and a log-normal magnitude (log2|x| ~ N(mu, s^2)) for wider spreads (moments,
+// heavy-tailed gradients). Symbols: ESCAPE (raw exponent in a side stream), EXP0 (exponent
+// field 0: zeros, subnormals) and a window of exponents base-kWindowBelow .. base+kWindowAbove.
+// Invariants: every code is a complete prefix code (Kraft sum 1) with lengths 1..kMaxCodeBits;
+// codes are stored bit-reversed for an LSB-first bit stream; the tables of a codebook never
+// change once built (built on first use, thread-safe).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace gossamer::comm::zip {
+
+inline constexpr int kWindowBelow = 24;
+inline constexpr int kWindowAbove = 7;
+inline constexpr int kSymEscape = 0;
+inline constexpr int kSymExp0 = 1;
+inline constexpr int kSymWindow0 = 2;  // symbol of exponent base - kWindowBelow
+inline constexpr int kNumSymbols = kSymWindow0 + kWindowBelow + 1 + kWindowAbove;
+inline constexpr int kMaxCodeBits = 12;
+inline constexpr int kLutSize = 1 << kMaxCodeBits;
+// A multi-symbol decode entry holds up to this many symbols.
+inline constexpr int kMaxSymbolsPerEntry = 6;
+
+inline constexpr int kLocationLevels = 8;  // eighths of a binade
+inline constexpr int kSpreadLevels = 8;    // 0: Gaussian model; 1..7: log-normal, wider each
+inline constexpr int kZeroLevels = 5;      // share of exponent-0 values
+inline constexpr int kNumCodebooks = kLocationLevels * kSpreadLevels * kZeroLevels;
+
+// Exponent statistics of one chunk (one pass; see gather in chunk_codec.cpp).
+struct ExponentStats {
+  uint64_t count = 0;       // elements
+  uint64_t exp0 = 0;        // exponent field 0 (zeros of either sign, subnormals)
+  uint64_t normal = 0;      // exponent field 1..254
+  uint64_t sum = 0;         // of the exponent fields of normal elements
+  uint64_t sum_sq = 0;      // of their squares
+  uint64_t exact_zero = 0;  // all bits zero (+0.0)
+};
+
+struct CodebookChoice {
+  uint16_t book = 0;  // < kNumCodebooks
+  uint8_t base = 0;   // exponent field of symbol kSymWindow0 + kWindowBelow
+};
+
+// The codebook and base for a chunk with these statistics (a pure function).
+CodebookChoice choose_codebook(const ExponentStats& stats);
+
+struct DecodeEntry {
+  uint8_t symbols[kMaxSymbolsPerEntry];
+  uint8_t count;  // symbols decoded by this entry; 0: the first symbol is ESCAPE (alone)
+  uint8_t bits;   // bits consumed
+};
+
+struct Codebook {
+  std::array<uint8_t, kNumSymbols> length{};
+  std::array<uint16_t, kNumSymbols> code{};  // bit-reversed: the first bit is bit 0
+  // Indexed by the next kMaxCodeBits bits of the stream (bit 0 first).
+  std::array<DecodeEntry, kLutSize> multi{};
+  std::array<uint16_t, kLutSize> single{};  // symbol | length << 8
+};
+
+// Codebook `id` (< kNumCodebooks), built on first use.
+const Codebook& codebook(int id);
+
+// CRC-32C of every codebook's code lengths: stored in each compressed message so that a decoder
+// whose tables differ from the encoder's (another build or math library) refuses the message
+// instead of misreading it.
+uint32_t codebooks_fingerprint();
+
+// The model's probability of each symbol for codebook `id` (tests, the benchmark's bound).
+std::array<double, kNumSymbols> model_probabilities(int id);
+
+// Exponent field of a window symbol for a base, or -1 when it falls outside 1..254 (unused).
+inline int window_exponent(int symbol, int base) {
+  const int e = base + (symbol - kSymWindow0) - kWindowBelow;
+  return e >= 1 && e <= 254 ? e : -1;
+}
+
+}  // namespace gossamer::comm::zip
