@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "comm/bf16.h"
 #include "comm/communicator.h"
+#include "comm/zip/zip_communicator.h"
 #include "core/buffer.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -29,20 +32,26 @@ using comm::Communicator;
 using comm::DType;
 using comm::ReduceOp;
 using comm::Work;
+#ifdef GOSSAMER_HAVE_NCCL
+using comm::copy_to_device;
+using comm::copy_to_host;
+using comm::device_alloc;
+using comm::device_fill;
+using comm::device_free;
+#endif
 
 namespace {
 
-enum class BenchOp { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SENDRECV };
+enum class BenchOp { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SENDRECV, ALL_TO_ALL };
 
 struct OpInfo {
   BenchOp op;
   const char* name;
 };
-constexpr OpInfo kOps[] = {{BenchOp::ALL_REDUCE, "all_reduce"},
-                           {BenchOp::REDUCE_SCATTER, "reduce_scatter"},
-                           {BenchOp::ALL_GATHER, "all_gather"},
-                           {BenchOp::BROADCAST, "broadcast"},
-                           {BenchOp::SENDRECV, "sendrecv"}};
+constexpr OpInfo kOps[] = {
+    {BenchOp::ALL_REDUCE, "all_reduce"}, {BenchOp::REDUCE_SCATTER, "reduce_scatter"},
+    {BenchOp::ALL_GATHER, "all_gather"}, {BenchOp::BROADCAST, "broadcast"},
+    {BenchOp::SENDRECV, "sendrecv"},     {BenchOp::ALL_TO_ALL, "all_to_all"}};
 
 double bus_factor(BenchOp op, int n) {
   switch (op) {
@@ -50,6 +59,7 @@ double bus_factor(BenchOp op, int n) {
       return 2.0 * (n - 1) / n;
     case BenchOp::REDUCE_SCATTER:
     case BenchOp::ALL_GATHER:
+    case BenchOp::ALL_TO_ALL:
       return double(n - 1) / n;
     case BenchOp::BROADCAST:
     case BenchOp::SENDRECV:
@@ -149,6 +159,24 @@ bool equals(const uint8_t* p, DType dtype, size_t i, float v) {
   return std::memcmp(&f, &v, 4) == 0;
 }
 
+comm::Kind kind_of(BenchOp op) {
+  switch (op) {
+    case BenchOp::ALL_REDUCE:
+      return comm::Kind::ALL_REDUCE;
+    case BenchOp::REDUCE_SCATTER:
+      return comm::Kind::REDUCE_SCATTER;
+    case BenchOp::ALL_GATHER:
+      return comm::Kind::ALL_GATHER;
+    case BenchOp::BROADCAST:
+      return comm::Kind::BROADCAST;
+    case BenchOp::SENDRECV:
+      return comm::Kind::SENDRECV;
+    case BenchOp::ALL_TO_ALL:
+      return comm::Kind::ALL_TO_ALL;
+  }
+  return comm::Kind::BARRIER;
+}
+
 struct Bench {
   Communicator& comm;
   const CommBenchOptions& o;
@@ -173,7 +201,7 @@ struct Bench {
 
   // Elements per rank's part (c) and in the whole payload (total) for a nominal size.
   void shape(BenchOp op, size_t bytes, size_t& c, size_t& total) const {
-    if (op == BenchOp::REDUCE_SCATTER || op == BenchOp::ALL_GATHER) {
+    if (op == BenchOp::REDUCE_SCATTER || op == BenchOp::ALL_GATHER || op == BenchOp::ALL_TO_ALL) {
       c = bytes / (es * size_t(n));
       total = c * size_t(n);
     } else {
@@ -195,6 +223,8 @@ struct Bench {
         return comm.broadcast(a.data(), total, dtype, 0);
       case BenchOp::SENDRECV:
         return comm.sendrecv(a.data(), total, dest, b.data(), total, source, dtype);
+      case BenchOp::ALL_TO_ALL:
+        return comm.all_to_all_v(a.data(), counts, b.data(), counts, dtype);
     }
     return {};
   }
@@ -209,18 +239,32 @@ struct Bench {
     return v;
   }
 
-  // Median time of one operation on this rank, in seconds.
-  double time(BenchOp op, size_t c, size_t total) {
-    a.zero(total * es);
+  // Gaussian values (sigma 0.02, fixed seed per rank) in the first n elements of a.
+  void fill_gaussian(size_t n_elems) {
+    uint8_t* h = a.host_view(staging.data());
+    std::mt19937 rng(uint32_t(1234 + rank));
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (size_t i = 0; i < n_elems; ++i) store(h, dtype, i, normal(rng));
+    a.upload(h, n_elems * es);
+  }
+
+  // Median time of one operation on this rank, in seconds; ratio = raw / wire bytes sent.
+  double time(BenchOp op, size_t c, size_t total, double& ratio) {
     b.zero(total * es);
+    fill_gaussian(total);
     for (int i = 0; i < o.warmup; ++i) issue(op, c, total).wait();
     std::vector<double> t(size_t(o.iters));
+    const comm::CommStats before = comm.stats();
     for (double& s : t) {
       comm.barrier();
       Stopwatch watch;
       issue(op, c, total).wait();
       s = watch.seconds();
     }
+    const comm::CommStats d = comm.stats().since(before);
+    const int64_t raw = d.kinds[size_t(kind_of(op))].raw_bytes_sent,
+                  sent = d.kinds[size_t(kind_of(op))].bytes_sent;
+    ratio = sent > 0 ? double(raw) / double(sent) : 1.0;
     std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
     return t[t.size() / 2];
   }
@@ -261,6 +305,9 @@ struct Bench {
         case BenchOp::SENDRECV:
           expected = pat.value(source, i);
           break;
+        case BenchOp::ALL_TO_ALL:  // part s of the result: rank s's elements for this rank
+          expected = pat.value(int(i / std::max<size_t>(c, 1)), size_t(rank) * c + i % c);
+          break;
       }
       wrong += !equals(out, dtype, i, float(expected));
     }
@@ -278,7 +325,7 @@ void check_options(const CommBenchOptions& o, std::vector<BenchOp>& ops, DType& 
                                   [&](const OpInfo& info) { return name == info.name; });
     GOSSAMER_CHECK(it != std::end(kOps),
                    "--ops: unknown operation '%s' (expected all_reduce, reduce_scatter, "
-                   "all_gather, broadcast or sendrecv)",
+                   "all_gather, broadcast, sendrecv or all_to_all)",
                    name.c_str());
     ops.push_back(it->op);
   }
@@ -313,6 +360,15 @@ int run_comm_bench(const CommBenchOptions& o) {
   } catch (const Error& e) {
     fail("--backend %s: %s", o.backend.c_str(), e.what());
   }
+  const auto mode = enum_from_name<comm::zip::Compression>(o.compression);
+  GOSSAMER_CHECK(mode.has_value(), "--compression: expected %s, found '%s'",
+                 enum_choices<comm::zip::Compression>().c_str(), o.compression.c_str());
+  comm::zip::ZipOptions zip;
+  zip.mode = *mode;
+  zip.min_bytes = o.compression_min_bytes;
+  zip.link_gbps = o.link_gbps;
+  zip.codec_gbps = o.codec_gbps;
+  comm = comm::zip::wrap_with_compression(std::move(comm), zip);
   log_set_rank(comm->rank());
   Bench bench(*comm, o, dtype);
   const int n = comm->size();
@@ -320,22 +376,23 @@ int run_comm_bench(const CommBenchOptions& o) {
   if (root) {
     std::printf(
         "# gossamer bench comm: backend %s, %d rank(s), dtype %s, %d iteration(s) after %d "
-        "warm-up, check %s\n",
-        comm->backend(), n, comm::dtype_name(dtype), o.iters, o.warmup, o.check ? "on" : "off");
+        "warm-up, check %s, compression %s\n",
+        comm->backend(), n, comm::dtype_name(dtype), o.iters, o.warmup, o.check ? "on" : "off",
+        o.compression.c_str());
     std::printf("# time: median over iterations (issue to wait() return) of the slowest rank\n");
     std::printf(
         "# size: whole payload (reduce_scatter: the input, all_gather: the output, "
-        "sendrecv: bytes sent by each rank)\n");
+        "sendrecv: bytes sent by each rank, all_to_all: each rank's send buffer)\n");
     std::printf(
         "# algbw = size / time; busbw = algbw * factor: all_reduce 2(n-1)/n, "
-        "reduce_scatter and all_gather (n-1)/n, broadcast and sendrecv 1\n");
+        "reduce_scatter, all_gather and all_to_all (n-1)/n, broadcast and sendrecv 1\n");
   }
   int64_t total_wrong = 0;
   for (BenchOp op : ops) {
     if (root) {
       std::printf("#\n# %s\n", op_name(op));
-      std::printf("# %12s %12s %6s %6s %5s %11s %11s %11s %7s\n", "size(B)", "count", "type",
-                  "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+      std::printf("# %12s %12s %6s %6s %5s %11s %11s %11s %7s %7s\n", "size(B)", "count", "type",
+                  "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "ratio", "#wrong");
     }
     size_t last = 0;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= size_t(o.step_factor)) {
@@ -343,7 +400,8 @@ int run_comm_bench(const CommBenchOptions& o) {
       bench.shape(op, bytes, c, total);
       if (c == 0 || total == last) continue;  // below one element per rank, or a repeat
       last = total;
-      const double local = bench.time(op, c, total);
+      double ratio = 1;
+      const double local = bench.time(op, c, total, ratio);
       const double t = double(bench.reduce_max_or_sum(int64_t(local * 1e9), ReduceOp::MAX)) * 1e-9;
       int64_t wrong = -1;
       if (o.check) wrong = bench.reduce_max_or_sum(bench.check(op, c, total), ReduceOp::SUM);
@@ -352,10 +410,10 @@ int run_comm_bench(const CommBenchOptions& o) {
       const double algbw = t > 0 ? size / t * 1e-9 : 0;
       const bool reduces = op == BenchOp::ALL_REDUCE || op == BenchOp::REDUCE_SCATTER;
       if (root) {
-        std::printf("  %12zu %12zu %6s %6s %5d %11.2f %11.3f %11.3f %7s\n",
+        std::printf("  %12zu %12zu %6s %6s %5d %11.2f %11.3f %11.3f %7.3f %7s\n",
                     total * comm::dtype_size(dtype), total, comm::dtype_name(dtype),
                     reduces ? "sum" : "none", op == BenchOp::BROADCAST ? 0 : -1, t * 1e6, algbw,
-                    algbw * bus_factor(op, n),
+                    algbw * bus_factor(op, n), ratio,
                     wrong < 0 ? "n/a" : strprintf("%lld", (long long)wrong).c_str());
         std::fflush(stdout);
       }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/codec_bench.h"
 #include "bench/comm_bench.h"
 #include "bench/train_bench.h"
 #include "core/error.h"
@@ -178,17 +179,19 @@ Subcommand add_eval_command(CLI::App& app) {
   return {cmd, [o] { return eval::run_eval(*o); }};
 }
 
-// `bench` times training steps; `bench comm` (a sub-subcommand) the collectives.
+// `bench` times training steps; `bench comm` (a sub-subcommand) the collectives, `bench codec`
+// the zip codec.
 Subcommand add_bench_command(CLI::App& app) {
   struct Args {
     std::string config;
     std::vector<std::string> sets;
     bench::BenchOptions train;
     bench::CommBenchOptions comm;
+    bench::CodecBenchOptions codec;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("bench", "time training steps on synthetic tokens");
-  cmd->add_option("-c,--config", a->config, "run config (JSON)");  // unless `comm`: see check
+  cmd->add_option("-c,--config", a->config, "run config (JSON)");  // unless comm/codec: see check
   cmd->add_option("--set", a->sets, "override a config key")->take_all();
   cmd->add_option("--steps", a->train.steps, "timed steps");
   cmd->add_option("--warmup", a->train.warmup, "untimed steps first");
@@ -198,7 +201,8 @@ Subcommand add_bench_command(CLI::App& app) {
       "comm", "communication benchmark, nccl-tests table (run under mpirun or srun)");
   comm->add_option("--backend", c.backend, "auto, mpi, nccl or single");
   comm->add_option("--ops", c.ops,
-                   "comma-separated: all_reduce,reduce_scatter,all_gather,broadcast,sendrecv")
+                   "comma-separated: all_reduce,reduce_scatter,all_gather,broadcast,sendrecv "
+                   "(default), all_to_all")
       ->delimiter(',');
   comm->add_option("--dtype", c.dtype, "fp32 or bf16");
   comm->add_option("--min-bytes", c.min_bytes, "smallest size");
@@ -208,13 +212,34 @@ Subcommand add_bench_command(CLI::App& app) {
   comm->add_option("--warmup", c.warmup, "untimed iterations first");
   comm->add_flag("--check,!--no-check", c.check,
                  "count wrong elements after each size (default on)");
-  Subcommand s{cmd, [a, comm] {
+  comm->add_option("--compression", c.compression,
+                   "through the zip decorator: off (default: the backend itself), plain, on, "
+                   "adaptive (parallel.compression)");
+  comm->add_option("--compression-min-bytes", c.compression_min_bytes,
+                   "parallel.compression_min_bytes");
+  comm->add_option("--link-gbps", c.link_gbps, "parallel.link_gbps (0: measured)");
+  comm->add_option("--codec-gbps", c.codec_gbps, "parallel.codec_gbps (0: measured)");
+  bench::CodecBenchOptions& z = a->codec;
+  CLI::App* codec = cmd->add_subcommand(
+      "codec", "lossless codec benchmark: zip codec vs zstd-1 and lz4, ratio and GB/s");
+  codec->add_option("--elements", z.elements, "elements per synthetic data set");
+  codec->add_option("--iters", z.iters, "timed runs per measurement (median reported)");
+  codec->add_option("--warmup", z.warmup, "untimed runs first");
+  codec->add_option("--threads", z.threads,
+                    "threads of the multi-thread columns (0: OpenMP's max threads)");
+  codec->add_option("--chunk-elems", z.chunk_elems, "the codec's chunk size in elements");
+  codec->add_flag("--checksum,!--no-checksum", z.checksum, "CRC-32C of every chunk (default on)");
+  codec->add_option("--checkpoint", z.checkpoint,
+                    "also measure a checkpoint's (or run directory's newest) parameters, "
+                    "optimizer state and one gradient");
+  Subcommand s{cmd, [a, comm, codec] {
                  if (*comm) return bench::run_comm_bench(a->comm);
+                 if (*codec) return bench::run_codec_bench(a->codec);
                  return bench::run_train_bench(train::load_run_config(a->config, a->sets),
                                                a->train);
                }};
-  s.check = [a, comm] {
-    if (!*comm && a->config.empty()) throw CLI::RequiredError("--config");
+  s.check = [a, comm, codec] {
+    if (!*comm && !*codec && a->config.empty()) throw CLI::RequiredError("--config");
   };
   return s;
 }

@@ -53,10 +53,21 @@ ByteCount sendrecv_bytes(size_t send_n, int dest, size_t recv_n, int source, DTy
   return {dest == rank ? 0 : bytes_of(send_n, dtype), source == rank ? 0 : bytes_of(recv_n, dtype)};
 }
 
+ByteCount all_to_all_bytes(std::span<const size_t> send_counts, std::span<const size_t> recv_counts,
+                           DType dtype, int rank) {
+  ByteCount b;
+  for (size_t r = 0; r < send_counts.size(); ++r)
+    if (r != size_t(rank)) b.sent += bytes_of(send_counts[r], dtype);
+  for (size_t r = 0; r < recv_counts.size(); ++r)
+    if (r != size_t(rank)) b.received += bytes_of(recv_counts[r], dtype);
+  return b;
+}
+
 void count_call(CommStats& stats, Kind kind, ByteCount bytes) {
   KindStats& k = stats[kind];
   k.calls += 1;
   k.bytes_sent += bytes.sent;
+  k.raw_bytes_sent += bytes.sent;
   k.bytes_received += bytes.received;
 }
 

@@ -30,8 +30,13 @@ ByteCount recv_bytes(size_t n, DType dtype);
 // What the call names, except that an exchange with oneself (dest or source == rank) moves no
 // bytes between ranks and counts 0.
 ByteCount sendrecv_bytes(size_t send_n, int dest, size_t recv_n, int source, DType dtype, int rank);
+// send_counts[r] / recv_counts[r] = elements to / from rank r; the part with oneself (r == rank)
+// is a local copy and counts 0.
+ByteCount all_to_all_bytes(std::span<const size_t> send_counts, std::span<const size_t> recv_counts,
+                           DType dtype, int rank);
 
-// Adds one call and its bytes to the kind's counters.
+// Adds one call and its bytes to the kind's counters (raw_bytes_sent too: the formula is the raw
+// size).
 void count_call(CommStats& stats, Kind kind, ByteCount bytes);
 
 }  // namespace gossamer::comm

@@ -71,6 +71,8 @@ const char* kind_name(Kind kind) {
       return "sendrecv";
     case Kind::BARRIER:
       return "barrier";
+    case Kind::ALL_TO_ALL:
+      return "all_to_all";
   }
   return "unknown";
 }
@@ -100,6 +102,8 @@ CommStats CommStats::since(const CommStats& earlier) const {
     d.kinds[i].bytes_sent = kinds[i].bytes_sent - earlier.kinds[i].bytes_sent;
     d.kinds[i].bytes_received = kinds[i].bytes_received - earlier.kinds[i].bytes_received;
     d.kinds[i].seconds_waited = kinds[i].seconds_waited - earlier.kinds[i].seconds_waited;
+    d.kinds[i].raw_bytes_sent = kinds[i].raw_bytes_sent - earlier.kinds[i].raw_bytes_sent;
+    d.kinds[i].compressed_calls = kinds[i].compressed_calls - earlier.kinds[i].compressed_calls;
   }
   return d;
 }

@@ -10,8 +10,10 @@
 // reduce_scatter: sent S - c_r*size (every other rank's part), received (N-1)*c_r*size.
 // all_gather: sent (N-1)*c_r*size, received S - c_r*size. broadcast (chain from the root):
 // received S by every rank but the root, sent S by every rank but the chain's last,
-// (root + N - 1) mod N. send/recv/sendrecv: what the call names. With equal counts these are
-// the ring algorithms' figures, the ones nccl-tests' busbw assumes (docs/COMM.md).
+// (root + N - 1) mod N. send/recv/sendrecv: what the call names. all_to_all (all_to_all_v):
+// sent sum over r != rank of send_counts[r]*size, received sum over r != rank of
+// recv_counts[r]*size (the part for oneself is a local copy). With equal counts these are the
+// ring algorithms' figures, the ones nccl-tests' busbw assumes (docs/COMM.md).
 #pragma once
 
 #include <array>
@@ -45,16 +47,19 @@ enum class Kind : uint8_t {
   RECV,
   SENDRECV,
   BARRIER,
+  ALL_TO_ALL,  // last, so that the existing kinds keep their numbers
 };
-inline constexpr int kNumKinds = 8;
+inline constexpr int kNumKinds = 9;
 // "all_reduce", "reduce_scatter", ... (the keys of metrics.jsonl's "comm" object).
 const char* kind_name(Kind kind);
 
 struct KindStats {
   int64_t calls = 0;
-  int64_t bytes_sent = 0;
+  int64_t bytes_sent = 0;  // on the wire (compressed where the zip decorator compressed)
   int64_t bytes_received = 0;
-  double seconds_waited = 0;  // time callers spent blocked in Work::wait() / barrier()
+  double seconds_waited = 0;   // time callers spent blocked in Work::wait() / barrier()
+  int64_t raw_bytes_sent = 0;  // the analytic figure before compression (= bytes_sent if none)
+  int64_t compressed_calls = 0;
 };
 
 struct CommStats {
@@ -137,6 +142,13 @@ class Communicator {
   virtual Work sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
                              std::span<void* const> recv_bufs, std::span<const int> sources,
                              DType dtype);
+  // send holds one part per destination rank, concatenated in rank order (part r has
+  // send_counts[r] elements); recv receives one part per source rank, concatenated in rank order
+  // (part r has recv_counts[r] elements, which must equal rank r's send_counts[this rank]).
+  // The part for oneself is copied locally. send and recv must not overlap. Counted as one
+  // all_to_all call. Every rank takes part, also with all counts 0.
+  virtual Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
+                            std::span<const size_t> recv_counts, DType dtype) = 0;
   // Blocks until every rank reached it (after all previously issued operations).
   virtual void barrier() = 0;
 
@@ -157,7 +169,8 @@ class Communicator {
   void set_context(std::string context) { context_ = std::move(context); }
   const std::string& context() const { return context_; }
 
-  const CommStats& stats() const { return stats_; }
+  // Virtual: a decorator folds in what its worker thread learned (zip: wire bytes).
+  virtual const CommStats& stats() const { return stats_; }
   CommStats& mutable_stats() { return stats_; }
 
  protected:

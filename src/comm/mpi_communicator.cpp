@@ -2,7 +2,8 @@
 // the issuing thread, a FIFO queue, and one worker thread running blocking MPI calls. Operations
 // too big for one MPI call (counts are int) are split into chunks: all_reduce, broadcast and
 // point-to-point per chunk; reduce_scatter / all_gather whose total exceeds the chunk fall back
-// to one rooted MPI_Reduce / MPI_Bcast per rank's part and chunk.
+// to one rooted MPI_Reduce / MPI_Bcast per rank's part and chunk; all_to_all_v whose totals
+// exceed the chunk on any rank to MPI_Isend / MPI_Irecv of every piece to and from every peer.
 #include "comm/mpi_communicator.h"
 
 #include <pthread.h>
@@ -90,8 +91,10 @@ MpiCommunicator::MpiCommunicator() : runtime_(MpiRuntime::acquire()) {
             "comm: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_free(&node);
-  icounts_.resize(size_t(size_));
-  idispls_.resize(size_t(size_));
+  for (std::vector<int>* v : {&icounts_, &idispls_, &icounts2_, &idispls2_})
+    v->resize(size_t(size_));
+  offsets_.resize(size_t(size_));
+  offsets2_.resize(size_t(size_));
   worker_ = std::thread(&MpiCommunicator::worker_loop, this);
   pthread_setname_np(worker_.native_handle(), "gossamer-mpi");
 }
@@ -222,6 +225,8 @@ void MpiCommunicator::execute(const Op& op) {
     case Kind::BARRIER:
       mpi_check(MPI_Barrier(comm_), "MPI_Barrier");
       return;
+    case Kind::ALL_TO_ALL:
+      return run_all_to_all(op);
   }
 }
 
@@ -371,6 +376,87 @@ void MpiCommunicator::run_sendrecv_many(const Op& op) {
             "MPI_Waitall (sendrecv_many)");
 }
 
+// MPI_Alltoallv when the totals of every rank fit one call (counts and displacements are int and
+// at most op.chunk). Only a rank knows its own totals and every rank must take the same path, so
+// they agree first with a one-int all-reduce. Otherwise every piece (at most op.chunk elements)
+// from and to every peer is posted at once, starting with the next rank so that the ranks do not
+// all address rank 0 first; a pair's pieces depend only on its count, which both ends know, and
+// pieces between two ranks on one tag match in order (MPI's non-overtaking rule). The part for
+// oneself is copied while the transfers run.
+void MpiCommunicator::run_all_to_all(const Op& op) {
+  const size_t es = dtype_size(op.dtype);
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  const std::vector<size_t>& send_counts = op.counts;
+  const std::vector<size_t>& recv_counts = op.counts2;
+  int fits = count_sum(send_counts) <= op.chunk && count_sum(recv_counts) <= op.chunk;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, comm_),
+            "MPI_Allreduce (all_to_all: path)");
+  size_t send_displ = 0, recv_displ = 0;
+  for (size_t r = 0; r < size_t(size_); ++r) {
+    offsets_[r] = send_displ, offsets2_[r] = recv_displ;
+    send_displ += send_counts[r], recv_displ += recv_counts[r];
+  }
+  if (fits) {
+    for (size_t r = 0; r < size_t(size_); ++r) {
+      icounts_[r] = int(send_counts[r]), idispls_[r] = int(offsets_[r]);
+      icounts2_[r] = int(recv_counts[r]), idispls2_[r] = int(offsets2_[r]);
+    }
+    mpi_check(MPI_Alltoallv(op.in, icounts_.data(), idispls_.data(), type, op.out, icounts2_.data(),
+                            idispls2_.data(), type, comm_),
+              "MPI_Alltoallv");
+    return;
+  }
+  requests_.clear();
+  recv_peers_.clear();
+  for (int k = 1; k < size_; ++k) {
+    const int source = (rank_ + size_ - k) % size_;
+    const size_t count = recv_counts[size_t(source)], base = offsets2_[size_t(source)];
+    for (size_t i = 0; i < count; i += op.chunk) {
+      requests_.emplace_back();
+      recv_peers_.push_back(source);
+      mpi_check(MPI_Irecv(at(op.out, base + i, es), int(std::min(op.chunk, count - i)), type,
+                          source, kTag, comm_, &requests_.back()),
+                "MPI_Irecv (all_to_all)");
+    }
+  }
+  const size_t receives = requests_.size();
+  for (int k = 1; k < size_; ++k) {
+    const int dest = (rank_ + k) % size_;
+    const size_t count = send_counts[size_t(dest)], base = offsets_[size_t(dest)];
+    for (size_t i = 0; i < count; i += op.chunk) {
+      requests_.emplace_back();
+      mpi_check(MPI_Isend(at(op.in, base + i, es), int(std::min(op.chunk, count - i)), type, dest,
+                          kTag, comm_, &requests_.back()),
+                "MPI_Isend (all_to_all)");
+    }
+  }
+  const size_t mine = send_counts[size_t(rank_)];
+  if (mine > 0)
+    std::memcpy(at(op.out, offsets2_[size_t(rank_)], es), at(op.in, offsets_[size_t(rank_)], es),
+                mine * es);
+  statuses_.resize(requests_.size());
+  const int rc = MPI_Waitall(int(requests_.size()), requests_.data(), statuses_.data());
+  if (rc == MPI_ERR_IN_STATUS)
+    for (size_t k = 0; k < receives; ++k)
+      if (statuses_[k].MPI_ERROR != MPI_SUCCESS && statuses_[k].MPI_ERROR != MPI_ERR_PENDING)
+        fail("MPI_Irecv (all_to_all): from rank %d (expected %zu elements): %s", recv_peers_[k],
+             recv_counts[size_t(recv_peers_[k])], mpi_error_string(statuses_[k].MPI_ERROR).c_str());
+  mpi_check(rc, "MPI_Waitall (all_to_all)");
+  // A shorter piece than posted is no MPI error: compare what arrived from each source.
+  size_t got = 0;
+  for (size_t k = 0; k < receives; ++k) {
+    int n = 0;
+    MPI_Get_count(&statuses_[k], type, &n);
+    got += size_t(n);
+    const int source = recv_peers_[k];
+    if (k + 1 < receives && recv_peers_[k + 1] == source) continue;  // not its last piece
+    GOSSAMER_CHECK(got == recv_counts[size_t(source)],
+                   "all_to_all: expected %zu elements from rank %d, received %zu",
+                   recv_counts[size_t(source)], source, got);
+    got = 0;
+  }
+}
+
 Work MpiCommunicator::sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
                                     std::span<void* const> recv_bufs, std::span<const int> sources,
                                     DType dtype) {
@@ -465,6 +551,18 @@ Work MpiCommunicator::sendrecv(const void* send_buf, size_t send_n, int dest, vo
   op.kind = Kind::SENDRECV, op.dtype = dtype, op.in = send_buf, op.n = send_n, op.peer = dest;
   op.out = recv_buf, op.n2 = recv_n, op.peer2 = source;
   return enqueue(std::move(op), (send_n + recv_n) * dtype_size(dtype));
+}
+
+Work MpiCommunicator::all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                                   void* recv, std::span<const size_t> recv_counts, DType dtype) {
+  check_all_to_all_v(send, send_counts, recv, recv_counts, dtype, rank_, size_);
+  count_call(stats_, Kind::ALL_TO_ALL, all_to_all_bytes(send_counts, recv_counts, dtype, rank_));
+  Op op;
+  op.kind = Kind::ALL_TO_ALL, op.dtype = dtype, op.in = send, op.out = recv;
+  op.counts.assign(send_counts.begin(), send_counts.end());
+  op.counts2.assign(recv_counts.begin(), recv_counts.end());
+  return enqueue(std::move(op),
+                 (count_sum(send_counts) + count_sum(recv_counts)) * dtype_size(dtype));
 }
 
 void MpiCommunicator::barrier() {

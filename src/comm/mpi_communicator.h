@@ -8,7 +8,9 @@
 // ranks that do not answer are named (a stopped or hung process cannot answer).
 // Invariant: operations run one at a time in issue order; a failed operation fails every later
 // one (the ranks' sequences no longer match). Counts above the chunk limit are split into several
-// MPI calls, so counts beyond INT_MAX elements work.
+// MPI calls, so counts beyond INT_MAX elements work. all_to_all_v is MPI_Alltoallv when every
+// rank's totals fit one call (the ranks agree on it first: only each rank knows its own counts),
+// else every piece to and from every peer posted at once.
 #pragma once
 
 #include <condition_variable>
@@ -52,6 +54,8 @@ class MpiCommunicator final : public Communicator {
                      DType dtype) override;
   Work sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf, size_t recv_n,
                 int source, DType dtype) override;
+  Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
+                    std::span<const size_t> recv_counts, DType dtype) override;
   void barrier() override;
   [[noreturn]] void abort(int exit_code, const std::string& message) override;
   std::string absent_peers() override;
@@ -72,7 +76,8 @@ class MpiCommunicator final : public Communicator {
     size_t n = 0, n2 = 0;     // element counts (sendrecv: send, recv)
     int peer = 0, peer2 = 0;  // root / peer (sendrecv: dest, source)
     bool in_place = false;
-    std::vector<size_t> counts;       // reduce_scatter / all_gather
+    std::vector<size_t> counts;       // reduce_scatter / all_gather; all_to_all: send counts
+    std::vector<size_t> counts2;      // all_to_all: receive counts
     std::vector<int> dests, sources;  // sendrecv_many (op.in to every dest, out_many from sources)
     std::vector<void*> out_many;
     size_t chunk = 0;     // elements per MPI call
@@ -87,6 +92,7 @@ class MpiCommunicator final : public Communicator {
   void run_all_gather(const Op& op);
   void run_sendrecv(const Op& op);
   void run_sendrecv_many(const Op& op);
+  void run_all_to_all(const Op& op);
   void recv_checked(void* buf, size_t n, MPI_Datatype type, int source, const char* what);
 
   std::shared_ptr<MpiRuntime> runtime_;
@@ -107,7 +113,9 @@ class MpiCommunicator final : public Communicator {
 
   // Worker-only state, sized once.
   std::string failed_;  // the first error; later ops fail with it
-  std::vector<int> icounts_, idispls_;
+  std::vector<int> icounts_, idispls_, icounts2_, idispls2_;
+  std::vector<size_t> offsets_, offsets2_;  // all_to_all: where each rank's part starts
+  std::vector<int> recv_peers_;             // all_to_all: the source of each receive request
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> statuses_;
 };

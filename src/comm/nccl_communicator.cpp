@@ -1,6 +1,7 @@
 // Implementation of the nccl backend (nccl_communicator.h). reduce_scatter / all_gather with
 // equal counts map to ncclReduceScatter / ncclAllGather; unequal counts to one grouped
-// ncclReduce / ncclBroadcast per rank's part (rooted at that rank). barrier() is a one-element
+// ncclReduce / ncclBroadcast per rank's part (rooted at that rank); all_to_all_v to one grouped
+// ncclSend / ncclRecv per peer and a device copy of the own part. barrier() is a one-element
 // all-reduce on the comm stream, waited on with the timeout. Works poll their event (and NCCL's
 // asynchronous error) so that a hung peer is caught by Work::wait()'s timeout.
 #include "comm/nccl_communicator.h"
@@ -276,6 +277,37 @@ class NcclCommunicator final : public Communicator {
       nccl_check(ncclGroupStart(), "ncclGroupStart");
       nccl_check(ncclSend(send_buf, send_n, nccl_type(dtype), dest, nccl_, stream_), "ncclSend");
       nccl_check(ncclRecv(recv_buf, recv_n, nccl_type(dtype), source, nccl_, stream_), "ncclRecv");
+      nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    });
+  }
+
+  // The part for oneself is a device-to-device copy on the comm stream, then one group of
+  // ncclSend / ncclRecv with every peer (zero counts skipped).
+  Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
+                    std::span<const size_t> recv_counts, DType dtype) override {
+    check_all_to_all_v(send, send_counts, recv, recv_counts, dtype, rank_, size_);
+    count_call(stats_, Kind::ALL_TO_ALL, all_to_all_bytes(send_counts, recv_counts, dtype, rank_));
+    const size_t es = dtype_size(dtype);
+    const size_t payload = (count_sum(send_counts) + count_sum(recv_counts)) * es;
+    return launch(Kind::ALL_TO_ALL, payload, [&] {
+      const size_t mine = send_counts[size_t(rank_)];
+      if (mine > 0)
+        cuda_check(cudaMemcpyAsync(at(recv, count_offset(recv_counts, rank_), es),
+                                   at(send, count_offset(send_counts, rank_), es), mine * es,
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync (all_to_all, own part)");
+      nccl_check(ncclGroupStart(), "ncclGroupStart");
+      size_t send_off = 0, recv_off = 0;
+      for (int r = 0; r < size_; ++r) {
+        const size_t s = send_counts[size_t(r)], c = recv_counts[size_t(r)];
+        if (r != rank_ && s > 0)
+          nccl_check(ncclSend(at(send, send_off, es), s, nccl_type(dtype), r, nccl_, stream_),
+                     "ncclSend (all_to_all)");
+        if (r != rank_ && c > 0)
+          nccl_check(ncclRecv(at(recv, recv_off, es), c, nccl_type(dtype), r, nccl_, stream_),
+                     "ncclRecv (all_to_all)");
+        send_off += s, recv_off += c;
+      }
       nccl_check(ncclGroupEnd(), "ncclGroupEnd");
     });
   }

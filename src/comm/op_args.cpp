@@ -9,9 +9,10 @@ namespace gossamer::comm {
 
 namespace {
 
-void check_counts(Kind kind, std::span<const size_t> counts, int world) {
+void check_counts(Kind kind, std::span<const size_t> counts, int world,
+                  const char* what = "counts") {
   GOSSAMER_CHECK(counts.size() == size_t(world),
-                 "comm %s: counts has %zu entries, expected one per rank (%d)", kind_name(kind),
+                 "comm %s: %s has %zu entries, expected one per rank (%d)", kind_name(kind), what,
                  counts.size(), world);
 }
 
@@ -89,6 +90,22 @@ bool check_reduce_scatter(const void* in, const void* out, std::span<const size_
 bool check_all_gather(const void* in, const void* out, std::span<const size_t> counts, DType dtype,
                       int rank, int world) {
   return check_parts(Kind::ALL_GATHER, out, in, counts, dtype, rank, world, "out", "in");
+}
+
+void check_all_to_all_v(const void* send, std::span<const size_t> send_counts, const void* recv,
+                        std::span<const size_t> recv_counts, DType dtype, int rank, int world) {
+  const Kind kind = Kind::ALL_TO_ALL;
+  check_counts(kind, send_counts, world, "send_counts");
+  check_counts(kind, recv_counts, world, "recv_counts");
+  GOSSAMER_CHECK(rank >= 0 && rank < world, "comm %s: rank %d outside [0, %d)", kind_name(kind),
+                 rank, world);
+  const size_t send_n = count_sum(send_counts), recv_n = count_sum(recv_counts);
+  check_buffer(kind, send, send_n, "send");
+  check_buffer(kind, recv, recv_n, "recv");
+  GOSSAMER_CHECK(send_counts[size_t(rank)] == recv_counts[size_t(rank)],
+                 "comm %s: rank %d sends %zu elements to itself but receives %zu", kind_name(kind),
+                 rank, send_counts[size_t(rank)], recv_counts[size_t(rank)]);
+  check_disjoint(kind, send, send_n, recv, recv_n, dtype, "send", "recv");
 }
 
 }  // namespace gossamer::comm

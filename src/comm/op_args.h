@@ -1,7 +1,8 @@
-// Argument checks shared by the backends: count vectors, null buffers, ranks and the in-place
-// forms of reduce_scatter / all_gather. Every check throws gossamer::Error naming the operation.
-// Invariant: a buffer either is the in-place position exactly (out == in + offset of this rank for
-// reduce_scatter, in == out + offset for all_gather) or does not overlap the other at all.
+// Argument checks shared by the backends: count vectors, null buffers, ranks, the in-place
+// forms of reduce_scatter / all_gather and the two count vectors of all_to_all_v. Every check
+// throws gossamer::Error naming the operation. Invariant: a buffer either is the in-place position
+// exactly (out == in + offset of this rank for reduce_scatter, in == out + offset for all_gather)
+// or does not overlap the other at all.
 #pragma once
 
 #include <cstddef>
@@ -30,5 +31,9 @@ bool check_reduce_scatter(const void* in, const void* out, std::span<const size_
                           DType dtype, int rank, int world);
 bool check_all_gather(const void* in, const void* out, std::span<const size_t> counts, DType dtype,
                       int rank, int world);
+// all_to_all_v: send_counts and recv_counts one per rank, buffers non-null when they hold
+// elements, the part for oneself the same size both ways, send and recv disjoint.
+void check_all_to_all_v(const void* send, std::span<const size_t> send_counts, const void* recv,
+                        std::span<const size_t> recv_counts, DType dtype, int rank, int world);
 
 }  // namespace gossamer::comm

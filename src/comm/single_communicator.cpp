@@ -74,6 +74,15 @@ class SingleCommunicator final : public Communicator {
     return {};
   }
 
+  // Only the part for oneself: a copy.
+  Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
+                    std::span<const size_t> recv_counts, DType dtype) override {
+    check_all_to_all_v(send, send_counts, recv, recv_counts, dtype, 0, 1);
+    if (send_counts[0] > 0) std::memcpy(recv, send, send_counts[0] * dtype_size(dtype));
+    count_call(stats_, Kind::ALL_TO_ALL, all_to_all_bytes(send_counts, recv_counts, dtype, 0));
+    return {};
+  }
+
   void barrier() override { count_call(stats_, Kind::BARRIER, {}); }
 
   [[noreturn]] void abort(int exit_code, const std::string& message) override {

@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "comm/communicator.h"
+#include "comm/zip/compression_policy.h"
+#include "comm/zip/zip_communicator.h"
 #include "core/enum_names.h"
 
 namespace gossamer::optim {
@@ -24,6 +26,10 @@ struct ParallelConfig {
   bool overlap = true;
   double timeout_s = 300;
   int64_t check_replicas_every = 0;
+  comm::zip::Compression compression = comm::zip::Compression::COMPRESSION_OFF;
+  int64_t compression_min_bytes = int64_t{256} << 10;
+  double link_gbps = 0;
+  double codec_gbps = 0;
 
   template <class V>
   void visit(V& v) {
@@ -44,10 +50,27 @@ struct ParallelConfig {
     v("check_replicas_every", check_replicas_every,
       "every N steps, compare a hash of the parameters across ranks and stop if any replica "
       "differs (0: never; a test and debugging aid)");
+    v("compression", compression,
+      "lossless compression of sum all-reduces, sum reduce-scatters and all-gathers of bf16/fp32 "
+      "(host buffers; docs/COMM.md): off (the backend's own collectives), plain (the "
+      "compressing decorator's algorithms without compression: the same bits as on), on, "
+      "adaptive (per call, compressed or the backend's own, from the cost model)");
+    v("compression_min_bytes", compression_min_bytes,
+      "messages smaller than this are never compressed (on: sent plain; adaptive: the backend's "
+      "own collective)");
+    v("link_gbps", link_gbps,
+      "the link's bandwidth in GB/s for the adaptive cost model (0: measured at start-up, the "
+      "minimum over ranks)");
+    v("codec_gbps", codec_gbps,
+      "the codec's encode/decode throughput in GB/s for the adaptive cost model (0: measured at "
+      "start-up, the minimum over ranks; set it and link_gbps to make the choices, and so the "
+      "bits, reproducible from run to run)");
   }
   void validate(const std::string& path = "parallel.") const;
   // Elements of one bucket (bucket_mb of fp32 values, at least 1).
   size_t bucket_elements() const;
+  // The decorator's options from compression, compression_min_bytes, link_gbps and codec_gbps.
+  comm::zip::ZipOptions zip_options() const;
 };
 
 }  // namespace gossamer::optim

@@ -58,7 +58,9 @@ nlohmann::json comm_stats_json(const comm::CommStats& stats) {
     const comm::KindStats& s = stats.kinds[size_t(k)];
     if (s.calls == 0) continue;
     out[comm::kind_name(comm::Kind(k))] = {{"calls", s.calls},
+                                           {"compressed_calls", s.compressed_calls},
                                            {"bytes_sent", s.bytes_sent},
+                                           {"raw_bytes_sent", s.raw_bytes_sent},
                                            {"bytes_received", s.bytes_received},
                                            {"wait_s", s.seconds_waited}};
   }

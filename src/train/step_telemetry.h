@@ -38,7 +38,8 @@ StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_los
 void check_replicas_identical(comm::Communicator& comm, std::span<const float> params,
                               int64_t step);
 
-// {"all_reduce": {"calls", "bytes_sent", "bytes_received", "wait_s"}, ...} for the kinds used.
+// {"all_reduce": {"calls", "compressed_calls", "bytes_sent", "raw_bytes_sent", "bytes_received",
+// "wait_s"}, ...} for the kinds used (raw_bytes_sent: before compression; docs/COMM.md).
 nlohmann::json comm_stats_json(const comm::CommStats& stats);
 
 // "0 B", "1.5 KB", "12.3 MB", "1.20 GB" (decimal units).

@@ -20,6 +20,7 @@
 #include "comm/communicator.h"
 #include "comm/gather_values.h"
 #include "comm/launch_env.h"
+#include "comm/zip/zip_communicator.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -573,6 +574,8 @@ int run_training(RunConfig config, const TrainStart& start) {
   std::unique_ptr<comm::Communicator> comm =
       comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);
   log_set_rank(comm->rank());
+  comm->set_timeout(config.parallel.timeout_s);
+  comm = comm::zip::wrap_with_compression(std::move(comm), config.parallel.zip_options());
   comm->set_timeout(config.parallel.timeout_s);
   try {
     TrainingRun run(*comm, std::move(config), start);

@@ -15,8 +15,9 @@ check "train" "--allow-change --init-from --out --overwrite --resume --set -c,--
 check "prep" "--allow-binary --docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
 check "generate" "--checkpoint --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
-check "bench" "--set --steps --warmup -c,--config -h,--help comm " bench
-check "bench comm" "--backend --check --dtype --iters --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm
+check "bench" "--set --steps --warmup -c,--config -h,--help codec comm " bench
+check "bench codec" "--checkpoint --checksum --chunk-elems --elements --iters --threads --warmup -h,--help " bench codec
+check "bench comm" "--backend --check --codec-gbps --compression --compression-min-bytes --dtype --iters --link-gbps --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm
 check "export-hf" "--force --no-tokenizer --tokenizer -h,--help checkpoint hf-dir " export-hf
 check "import-hf" "--force -h,--help checkpoint hf-dir " import-hf
 check "sweep" "--dry-run --out --summarize-only -h,--help sweep-file " sweep

@@ -2,7 +2,8 @@
 // payload on the communicator's side (host, or device for nccl) between two guard bands that
 // catch out-of-bounds writes, and data whose every reduction is exact: small integers per
 // (rank, element, salt), so any summation order gives the same result and each check is a count
-// of wrong elements that must be 0. Also the count patterns for the variable-count collectives.
+// of wrong elements that must be 0. Also the count patterns for the variable-count collectives
+// (all_to_all_v: count matrices, and the parts every rank sends and must receive).
 // Invariant: value(dtype, world, rank, i, salt) * world fits every dtype exactly.
 #pragma once
 
@@ -194,6 +195,60 @@ inline std::vector<std::vector<size_t>> count_patterns(int world) {
     p[4][size_t(r)] = 0;
   }
   return p;
+}
+
+// Count matrices for all_to_all_v, row-major: m[s * world + d] = elements rank s sends to rank d.
+// Unequal with zeros, nothing at all, nothing for oneself, equal, one big sender, and rank 0 alone
+// small (so that with a small chunk limit some ranks' totals fit one MPI call and others' do not).
+inline std::vector<std::vector<size_t>> all_to_all_patterns(int world) {
+  const size_t w = size_t(world);
+  std::vector<std::vector<size_t>> p(6, std::vector<size_t>(w * w));
+  for (int s = 0; s < world; ++s)
+    for (int d = 0; d < world; ++d) {
+      const size_t k = size_t(s) * w + size_t(d);
+      p[0][k] = size_t((s * 7 + d * 3) % 5);
+      p[1][k] = 0;
+      p[2][k] = s == d ? 0 : size_t(1 + s + 2 * d);
+      p[3][k] = 1023;
+      p[4][k] = s == 0 ? 65537 : (d % 2 ? 0 : size_t(13 + s));
+      p[5][k] = s == 0 || d == 0 ? 1 : 20;
+    }
+  return p;
+}
+
+// What rank `rank` sends (row) and receives (column) under count matrix m.
+inline std::vector<size_t> send_counts(const std::vector<size_t>& m, int world, int rank) {
+  return std::vector<size_t>(m.begin() + long(rank) * world, m.begin() + long(rank + 1) * world);
+}
+inline std::vector<size_t> recv_counts(const std::vector<size_t>& m, int world, int rank) {
+  std::vector<size_t> c(static_cast<size_t>(world));
+  for (int s = 0; s < world; ++s) c[size_t(s)] = m[size_t(s * world + rank)];
+  return c;
+}
+
+// Rank s's part for rank d: elements [1000 d, 1000 d + m[s][d]) of rank s's data, so that every
+// part differs. all_to_all_input: what `rank` sends; all_to_all_output: what it must receive.
+inline Bytes all_to_all_part(DType dtype, const std::vector<size_t>& m, int world, int s, int d,
+                             int salt) {
+  return rank_data(dtype, m[size_t(s * world + d)], world, s, salt, 1000 * size_t(d));
+}
+inline Bytes all_to_all_input(DType dtype, const std::vector<size_t>& m, int world, int rank,
+                              int salt) {
+  Bytes b;
+  for (int d = 0; d < world; ++d) {
+    const Bytes p = all_to_all_part(dtype, m, world, rank, d, salt);
+    b.insert(b.end(), p.begin(), p.end());
+  }
+  return b;
+}
+inline Bytes all_to_all_output(DType dtype, const std::vector<size_t>& m, int world, int rank,
+                               int salt) {
+  Bytes b;
+  for (int s = 0; s < world; ++s) {
+    const Bytes p = all_to_all_part(dtype, m, world, s, rank, salt);
+    b.insert(b.end(), p.begin(), p.end());
+  }
+  return b;
 }
 
 inline size_t sum(const std::vector<size_t>& c) {

@@ -2,10 +2,11 @@
 // collective for every dtype and reduce op, awkward sizes (1, 7, 1023, 65537), unequal counts
 // including zeros, in place and out of place, on data whose reduction is exact in any order, so
 // each check is a count of wrong elements that must be 0; guard bands around every buffer catch
-// out-of-bounds writes (comm_test_util.h). Also: byte counters against the formulas of
-// communicator.h, several operations in flight waited in reverse order, errors. Each test runs
-// on the mpi backend and on the nccl backend (skipped without a GPU); the mpi backend's own
-// paths are test_comm_mpi.cpp. main() and the per-rank reporting are mpi_test_main.h.
+// out-of-bounds writes (comm_test_util.h). all_to_all_v for every dtype and count matrix (zeros,
+// all zero, one big sender). Also: byte counters against the formulas of communicator.h, several
+// operations in flight waited in reverse order, errors. Each test runs on the mpi backend and on
+// the nccl backend (skipped without a GPU); the mpi backend's own paths are test_comm_mpi.cpp.
+// main() and the per-rank reporting are mpi_test_main.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,6 +78,23 @@ class CommTest : public ::testing::TestWithParam<std::string> {
     size_t wrong = count_wrong(out.download(), expected, dtype);
     if (!in_place) wrong += count_wrong(in.download(), part, dtype);
     wrong += !in.guards_intact() + !out.guards_intact();
+    return wrong;
+  }
+
+  // One all_to_all_v case under count matrix m (comm_test_util.h); returns wrong elements of
+  // the received parts and of the send buffer (which must be untouched), guard damage included.
+  size_t all_to_all_case(DType dtype, const std::vector<size_t>& m, int salt) {
+    const size_t es = dtype_size(dtype);
+    const std::vector<size_t> to = send_counts(m, world_, rank_),
+                              from = recv_counts(m, world_, rank_);
+    const Bytes input = all_to_all_input(dtype, m, world_, rank_, salt);
+    CommBuffer send(comm(), sum(to) * es), recv(comm(), sum(from) * es);
+    send.upload(input);
+    comm().all_to_all_v(send.data(), to, recv.data(), from, dtype).wait();
+    size_t wrong =
+        count_wrong(recv.download(), all_to_all_output(dtype, m, world_, rank_, salt), dtype);
+    wrong += count_wrong(send.download(), input, dtype);
+    wrong += !send.guards_intact() + !recv.guards_intact();
     return wrong;
   }
 
@@ -230,6 +248,80 @@ TEST_P(CommTest, SendRecvWithOneselfIsACopyOfNoBytes) {
   EXPECT_EQ(d.bytes_sent() + d.bytes_received(), 0);
 }
 
+// Every count matrix (unequal with zeros, all zero, none for oneself, equal, one big sender, one
+// small rank) for every dtype; fp32, bf16 and uint8 data are small integers, exact in each.
+TEST_P(CommTest, AllToAllVEveryDTypeAndCountPattern) {
+  int salt = 700;
+  const auto patterns = all_to_all_patterns(world_);
+  for (size_t p = 0; p < patterns.size(); ++p)
+    for (DType dtype : kDTypes) {
+      const size_t wrong = all_to_all_case(dtype, patterns[p], ++salt);
+      EXPECT_EQ(wrong, 0u) << label(dtype, "all_to_all_v", sum(patterns[p])) << ", pattern " << p;
+    }
+}
+
+// One call per all_to_all_v; bytes as the formula of communicator.h, written out here: sent =
+// what this rank's row sends to other ranks, received = what its column receives from them.
+TEST_P(CommTest, AllToAllVCountsOneCallAndTheFormulaBytes) {
+  const auto patterns = all_to_all_patterns(world_);
+  for (size_t p : {size_t(0), size_t(2), size_t(4)})
+    for (DType dtype : {DType::F32, DType::BF16, DType::U8}) {
+      const std::vector<size_t>& m = patterns[p];
+      const int64_t es = int64_t(dtype_size(dtype));
+      int64_t sent = 0, received = 0;
+      for (int r = 0; r < world_; ++r) {
+        if (r == rank_) continue;
+        sent += int64_t(m[size_t(rank_ * world_ + r)]) * es;
+        received += int64_t(m[size_t(r * world_ + rank_)]) * es;
+      }
+      const CommStats before = comm().stats();
+      EXPECT_EQ(all_to_all_case(dtype, m, 800 + int(p)), 0u);
+      const CommStats d = comm().stats().since(before);
+      EXPECT_EQ(d[Kind::ALL_TO_ALL].calls, 1) << "pattern " << p;
+      EXPECT_EQ(d[Kind::ALL_TO_ALL].bytes_sent, sent) << "pattern " << p;
+      EXPECT_EQ(d[Kind::ALL_TO_ALL].bytes_received, received) << "pattern " << p;
+      EXPECT_EQ(d.bytes_sent(), sent);
+      EXPECT_EQ(d.bytes_received(), received);
+      for (int k = 0; k < kNumKinds; ++k)
+        if (Kind(k) != Kind::ALL_TO_ALL) {
+          EXPECT_EQ(d.kinds[size_t(k)].calls, 0) << kind_name(Kind(k));
+        }
+    }
+}
+
+// Two all_to_all_v around an all_reduce, all in flight, waited in reverse order.
+TEST_P(CommTest, AllToAllVInFlightWithOtherOperations) {
+  const auto patterns = all_to_all_patterns(world_);
+  const std::vector<size_t>& a = patterns[0];
+  const std::vector<size_t>& b = patterns[4];
+  const size_t n = 4099;
+  CommBuffer a_send(comm(), sum(send_counts(a, world_, rank_)) * 4);
+  CommBuffer a_recv(comm(), sum(recv_counts(a, world_, rank_)) * 4);
+  CommBuffer b_send(comm(), sum(send_counts(b, world_, rank_)) * 2);
+  CommBuffer b_recv(comm(), sum(recv_counts(b, world_, rank_)) * 2);
+  CommBuffer ar(comm(), n * 4);
+  a_send.upload(all_to_all_input(DType::F32, a, world_, rank_, 901));
+  b_send.upload(all_to_all_input(DType::BF16, b, world_, rank_, 902));
+  ar.upload(rank_data(DType::I32, n, world_, rank_, 903));
+  std::vector<Work> works;
+  works.push_back(comm().all_to_all_v(a_send.data(), send_counts(a, world_, rank_), a_recv.data(),
+                                      recv_counts(a, world_, rank_), DType::F32));
+  works.push_back(comm().all_reduce(ar.data(), n, DType::I32, ReduceOp::SUM));
+  works.push_back(comm().all_to_all_v(b_send.data(), send_counts(b, world_, rank_), b_recv.data(),
+                                      recv_counts(b, world_, rank_), DType::BF16));
+  for (auto it = works.rbegin(); it != works.rend(); ++it) it->wait();
+  EXPECT_EQ(count_wrong(a_recv.download(), all_to_all_output(DType::F32, a, world_, rank_, 901),
+                        DType::F32),
+            0u);
+  EXPECT_EQ(count_wrong(b_recv.download(), all_to_all_output(DType::BF16, b, world_, rank_, 902),
+                        DType::BF16),
+            0u);
+  EXPECT_EQ(
+      count_wrong(ar.download(), reduced(ReduceOp::SUM, DType::I32, 0, n, world_, 903), DType::I32),
+      0u);
+  EXPECT_TRUE(a_recv.guards_intact() && b_recv.guards_intact());
+}
+
 // Rank 0 sends to every other rank, which answers with its own data; sizes differ per rank.
 TEST_P(CommTest, SendAndRecvStar) {
   const DType dtype = DType::BF16;
@@ -373,6 +465,18 @@ TEST_P(CommTest, BadArgumentsThrowBeforeAnythingIsSent) {
   EXPECT_THROW(comm().recv(buf.data(), 4, DType::U8, -1), Error);
   EXPECT_THROW(comm().sendrecv(buf.data(), 8, rank_, buf.at(4), 8, rank_, DType::U8), Error);
   EXPECT_THROW(comm().all_reduce(nullptr, 3, DType::F32, ReduceOp::SUM), Error);
+  // all_to_all_v: counts not one per rank, send and recv overlapping, a null buffer holding
+  // elements, a part for oneself of different sizes each way.
+  const std::vector<size_t> ones(size_t(world_), 1), twos(size_t(world_), 2);
+  std::vector<size_t> uneven = ones;
+  uneven[size_t(rank_)] = 2;
+  EXPECT_THROW(comm().all_to_all_v(buf.data(), wrong_size, buf.at(32), ones, DType::U8), Error);
+  EXPECT_THROW(comm().all_to_all_v(buf.data(), ones, buf.at(32), wrong_size, DType::U8), Error);
+  EXPECT_THROW(comm().all_to_all_v(buf.data(), twos, buf.at(1), twos, DType::U8), Error);
+  EXPECT_THROW(comm().all_to_all_v(buf.at(1), twos, buf.data(), twos, DType::U8), Error);
+  EXPECT_THROW(comm().all_to_all_v(nullptr, ones, buf.at(32), ones, DType::U8), Error);
+  EXPECT_THROW(comm().all_to_all_v(buf.data(), ones, nullptr, ones, DType::U8), Error);
+  EXPECT_THROW(comm().all_to_all_v(buf.data(), uneven, buf.at(32), ones, DType::U8), Error);
   const CommStats d = comm().stats().since(before);
   EXPECT_EQ(d.bytes_sent(), 0);
   for (const KindStats& k : d.kinds) EXPECT_EQ(k.calls, 0);

@@ -1,13 +1,15 @@
 // Multi-rank tests of the mpi backend's own paths, run by ctest under mpirun with 2, 3 and 4
 // ranks: a tiny chunk limit sends every operation through the split paths (several MPI calls
-// per operation), and a second communicator works alongside the first while an error stays in
-// the communicator where it happened. Data, buffers and checks as in test_comm.cpp
+// per operation; all_to_all_v also where only some ranks' totals exceed it, and a short part
+// named by its source), and a second communicator works alongside the first while an error stays
+// in the communicator where it happened. Data, buffers and checks as in test_comm.cpp
 // (comm_test_util.h); main() and the per-rank reporting are mpi_test_main.h.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
@@ -110,6 +112,73 @@ TEST(MpiBackend, ChunkedOperations) {
     }
   }
   mpi->set_max_chunk_bytes(size_t{1} << 30);
+}
+
+// all_to_all_v with a tiny chunk limit: ranks whose totals exceed it make every rank take the
+// split path (MPI_Isend / MPI_Irecv of pieces); the "rank 0 small" matrix has some ranks that
+// would fit one MPI_Alltoallv and some that would not, which must still agree on one path.
+TEST(MpiBackend, ChunkedAllToAll) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(g_mpi);
+  ASSERT_NE(mpi, nullptr);
+  Communicator& c = *g_mpi;
+  const int world = c.size(), rank = c.rank();
+  int salt = 650;
+  for (size_t chunk : {size_t(64), size_t(8)}) {
+    mpi->set_max_chunk_bytes(chunk);
+    const auto patterns = all_to_all_patterns(world);
+    for (size_t p = 0; p < patterns.size(); ++p)
+      for (DType dtype : {DType::F32, DType::BF16, DType::U8, DType::I64}) {
+        const std::vector<size_t>& m = patterns[p];
+        if (sum(m) > 10000) continue;  // at 64 bytes per message, bigger ones only cost time
+        ++salt;
+        const size_t es = dtype_size(dtype);
+        const std::vector<size_t> to = send_counts(m, world, rank),
+                                  from = recv_counts(m, world, rank);
+        const Bytes input = all_to_all_input(dtype, m, world, rank, salt);
+        CommBuffer send(c, sum(to) * es), recv(c, sum(from) * es);
+        send.upload(input);
+        const CommStats before = c.stats();
+        c.all_to_all_v(send.data(), to, recv.data(), from, dtype).wait();
+        EXPECT_EQ(c.stats().since(before)[Kind::ALL_TO_ALL].calls, 1);
+        EXPECT_EQ(
+            count_wrong(recv.download(), all_to_all_output(dtype, m, world, rank, salt), dtype), 0u)
+            << label(dtype, "chunked all_to_all_v", sum(m)) << ", pattern " << p << ", chunk "
+            << chunk;
+        EXPECT_EQ(count_wrong(send.download(), input, dtype), 0u);
+        EXPECT_TRUE(send.guards_intact() && recv.guards_intact());
+      }
+  }
+  mpi->set_max_chunk_bytes(size_t{1} << 30);
+}
+
+// On the split path a part shorter than the receiver expects is an error naming the source rank
+// (rank 0 sends 5 elements to rank 1, which expects 10); only the receiving rank fails.
+TEST(MpiBackend, AllToAllShortPartNamesTheSource) {
+  auto second = std::make_unique<MpiCommunicator>();
+  second->set_max_chunk_bytes(64);  // 16 fp32: every rank's totals exceed it
+  Communicator& b = *second;
+  const int world = b.size(), rank = b.rank();
+  std::vector<size_t> to(size_t(world), 40), from(size_t(world), 40);
+  to[size_t(rank)] = from[size_t(rank)] = 5;
+  if (rank == 0) to[1] = 5;
+  if (rank == 1) from[0] = 10;
+  CommBuffer send(b, sum(to) * 4), recv(b, sum(from) * 4);
+  b.set_context("step 7");
+  Work w = b.all_to_all_v(send.data(), to, recv.data(), from, DType::F32);
+  if (rank != 1) {
+    w.wait();
+  } else {
+    try {
+      w.wait();
+      ADD_FAILURE() << "a short part was accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("rank 1: mpi all_to_all failed (step 7)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("expected 10 elements from rank 0, received 5"), std::string::npos) << msg;
+    }
+  }
+  second.reset();
+  g_mpi->barrier();
 }
 
 // A second communicator works alongside the first; an error stays in the communicator where it

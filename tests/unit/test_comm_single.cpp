@@ -42,8 +42,8 @@ TEST(CommNames, DTypes) {
 }
 
 TEST(CommNames, KindsAndOps) {
-  const char* names[kNumKinds] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
-                                  "send",       "recv",           "sendrecv",   "barrier"};
+  const char* names[kNumKinds] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send",
+                                  "recv",       "sendrecv",       "barrier",    "all_to_all"};
   for (int k = 0; k < kNumKinds; ++k) EXPECT_STREQ(kind_name(Kind(k)), names[k]);
   EXPECT_STREQ(reduce_op_name(ReduceOp::SUM), "sum");
   EXPECT_STREQ(reduce_op_name(ReduceOp::MAX), "max");
@@ -122,6 +122,15 @@ TEST(ByteAccounting, Formulas) {
   EXPECT_EQ(sendrecv_bytes(5, 1, 3, 2, DType::I32, 0).received, 12);
   EXPECT_EQ(sendrecv_bytes(5, 0, 3, 2, DType::I32, 0).sent, 0);  // to oneself
   EXPECT_EQ(sendrecv_bytes(5, 1, 3, 0, DType::I32, 0).received, 0);
+  // all_to_all, bf16, send {3, 0, 5, 2}, receive {1, 4, 5, 0}: rank 2 keeps its 5 elements and
+  // sends (3 + 0 + 2) * 2 bytes, receives (1 + 4 + 0) * 2; rank 0 keeps 3 (sends 7, receives 9).
+  const std::vector<size_t> to = {3, 0, 5, 2}, from = {1, 4, 5, 0};
+  EXPECT_EQ(all_to_all_bytes(to, from, DType::BF16, 2).sent, 10);
+  EXPECT_EQ(all_to_all_bytes(to, from, DType::BF16, 2).received, 10);
+  EXPECT_EQ(all_to_all_bytes(to, from, DType::BF16, 0).sent, 14);
+  EXPECT_EQ(all_to_all_bytes(to, from, DType::BF16, 0).received, 18);
+  EXPECT_EQ(all_to_all_bytes(std::vector<size_t>{7}, std::vector<size_t>{7}, DType::F32, 0).sent,
+            0);
   CommStats stats;
   count_call(stats, Kind::SEND, {20, 0});
   count_call(stats, Kind::SEND, {4, 0});
@@ -146,6 +155,29 @@ TEST(OpArgs, OverlapAndCounts) {
   expect_error([&] { check_peer(Kind::RECV, -1, 1, 2, false); }, {"recv", "peer rank -1"});
 }
 
+TEST(OpArgs, AllToAll) {
+  std::vector<float> send(9), recv(9);
+  const std::vector<size_t> to = {2, 3, 4}, from = {4, 3, 2}, two = {1, 1};
+  check_all_to_all_v(send.data(), to, recv.data(), from, DType::F32, 1, 3);
+  const std::vector<size_t> none = {0, 0};
+  check_all_to_all_v(nullptr, none, nullptr, none, DType::F32, 0, 2);  // nothing to move
+  expect_error([&] { check_all_to_all_v(send.data(), two, recv.data(), from, DType::F32, 1, 3); },
+               {"all_to_all", "send_counts has 2 entries", "(3)"});
+  expect_error([&] { check_all_to_all_v(send.data(), to, recv.data(), two, DType::F32, 1, 3); },
+               {"all_to_all", "recv_counts has 2 entries", "(3)"});
+  expect_error([&] { check_all_to_all_v(nullptr, to, recv.data(), from, DType::F32, 1, 3); },
+               {"all_to_all", "send is null", "9 elements"});
+  expect_error([&] { check_all_to_all_v(send.data(), to, nullptr, from, DType::F32, 1, 3); },
+               {"all_to_all", "recv is null"});
+  expect_error([&] { check_all_to_all_v(send.data(), to, recv.data(), from, DType::F32, 0, 3); },
+               {"all_to_all", "rank 0 sends 2 elements to itself but receives 4"});
+  expect_error(
+      [&] { check_all_to_all_v(send.data(), to, send.data() + 8, from, DType::F32, 1, 3); },
+      {"all_to_all", "send and recv overlap"});
+  std::vector<float> both(18);
+  check_all_to_all_v(both.data(), to, both.data() + 9, from, DType::F32, 1, 3);  // adjacent
+}
+
 // A communicator whose abort() throws, and a Work state that never completes (or fails).
 struct Aborted {
   int code;
@@ -168,6 +200,10 @@ class FakeCommunicator final : public Communicator {
   Work send(const void*, size_t, DType, int) override { return {}; }
   Work recv(void*, size_t, DType, int) override { return {}; }
   Work sendrecv(const void*, size_t, int, void*, size_t, int, DType) override { return {}; }
+  Work all_to_all_v(const void*, std::span<const size_t>, void*, std::span<const size_t>,
+                    DType) override {
+    return {};
+  }
   void barrier() override {}
   [[noreturn]] void abort(int exit_code, const std::string& message) override {
     throw Aborted{exit_code, message};
@@ -424,6 +460,28 @@ TEST(SingleBackend, Collectives) {
   EXPECT_EQ(s[Kind::BARRIER].calls, 1);
   EXPECT_EQ(s.bytes_sent(), 0);
   EXPECT_EQ(s.bytes_received(), 0);
+}
+
+TEST(SingleBackend, AllToAllCopiesTheOwnPart) {
+  auto comm = make_single_communicator();
+  const std::vector<size_t> five = {5};
+  std::vector<uint16_t> send = {1, 2, 3, 4, 5}, recv(7, 0xEEEE);
+  comm->all_to_all_v(send.data(), five, recv.data() + 1, five, DType::BF16).wait();
+  EXPECT_EQ(recv, (std::vector<uint16_t>{0xEEEE, 1, 2, 3, 4, 5, 0xEEEE}));
+  EXPECT_EQ(send, (std::vector<uint16_t>{1, 2, 3, 4, 5}));
+  const std::vector<size_t> zero = {0};
+  comm->all_to_all_v(nullptr, zero, nullptr, zero, DType::U8).wait();
+  const CommStats& s = comm->stats();
+  EXPECT_EQ(s[Kind::ALL_TO_ALL].calls, 2);
+  EXPECT_EQ(s.bytes_sent() + s.bytes_received(), 0);
+  const std::vector<size_t> two = {1, 1}, four = {4};
+  expect_error([&] { comm->all_to_all_v(send.data(), two, recv.data(), five, DType::BF16); },
+               {"all_to_all", "send_counts has 2 entries"});
+  expect_error([&] { comm->all_to_all_v(send.data(), five, recv.data(), four, DType::BF16); },
+               {"all_to_all", "sends 5 elements to itself but receives 4"});
+  expect_error([&] { comm->all_to_all_v(send.data(), five, send.data() + 2, five, DType::BF16); },
+               {"all_to_all", "overlap"});
+  EXPECT_EQ(comm->stats()[Kind::ALL_TO_ALL].calls, 2);  // refused calls are not counted
 }
 
 TEST(SingleBackend, Errors) {

@@ -150,7 +150,7 @@ TEST(ZipCodec, ChoosesModesAndStaysWithinBounds) {
     if (rng() % 100 != 0) x = 0;  // 99% exact zeros
   packed = compress_vec(sparse.data(), n, DType::BF16, {}, &stats);
   EXPECT_EQ(stats.chunks_by_mode[size_t(ChunkMode::SPARSE) - 1], 4u);
-  EXPECT_GT(double(n * 2) / double(packed.size()), 10.0) << packed.size();
+  EXPECT_GT(double(n * 2) / double(packed.size()), 30.0) << packed.size();  // a flat bitmap: 16x
   expect_round_trip(sparse, DType::BF16);
 
   std::vector<uint16_t> noise(n);

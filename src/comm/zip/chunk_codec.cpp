@@ -39,8 +39,8 @@ struct F32 {
     std::memcpy(p, &s, 3);
   }
   static U compose(const uint8_t* p, uint32_t e) {
-    uint32_t s = 0;
-    std::memcpy(&s, p, 3);
+    // (byte loads: a 3-byte memcpy into a 4-byte local compiles to a store-to-load stall)
+    const uint32_t s = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16;
     return ((s >> 23) << 31) | (e << 23) | (s & 0x7fffffu);
   }
 };
@@ -272,16 +272,25 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
     const bool sparse = stats.exact_zero * 12 >= n;
     const U* coded = v;
     size_t m = n, head = 0;
-    if (sparse) {
-      head = bitmap_bytes(n);
-      std::memset(body, 0, head);
+    if (sparse) {  // the element bitmap, then only its nonzero bytes behind a byte bitmap
+      const size_t l0 = bitmap_bytes(n), l1 = bitmap_bytes(l0);
+      if (s.bitmap.size() < l0) s.bitmap.resize(l0);
+      uint8_t* map = s.bitmap.data();
+      std::memset(map, 0, l0);
       U* nz = gathered<U>(s, n);
       m = 0;
       for (size_t i = 0; i < n; ++i) {
         const bool keep = v[i] != 0;
-        body[i >> 3] = uint8_t(body[i >> 3] | (uint32_t(keep) << (i & 7)));
+        map[i >> 3] = uint8_t(map[i >> 3] | (uint32_t(keep) << (i & 7)));
         nz[m] = v[i];
         m += keep;
+      }
+      std::memset(body, 0, l1);
+      head = l1;
+      for (size_t b = 0; b < l0; ++b) {
+        if (!map[b]) continue;
+        body[b >> 3] = uint8_t(body[b >> 3] | (1u << (b & 7)));
+        body[head++] = map[b];
       }
       coded = nz;
     }
@@ -350,15 +359,31 @@ void decode(const uint8_t* in, size_t bytes, size_t n, bool checksum, typename T
       throw CorruptInput(strprintf("unknown chunk mode %u", unsigned(in[0])));
   }
   size_t m = n, head = 0;
+  const size_t l0 = bitmap_bytes(n), l1 = bitmap_bytes(l0);
   if (h.mode == ChunkMode::SPARSE) {
-    head = bitmap_bytes(n);
-    if (payload < head)
+    if (payload < l1)
       throw CorruptInput(
-          strprintf("sparse chunk of %zu payload bytes, shorter than its bitmap", payload));
+          strprintf("sparse chunk of %zu payload bytes, shorter than its byte bitmap", payload));
+    size_t stored = 0;
+    for (size_t b = 0; b < l1; ++b) stored += size_t(std::popcount(unsigned(body[b])));
+    if (l0 % 8 && (body[l1 - 1] >> (l0 % 8)))
+      throw CorruptInput("sparse chunk's byte bitmap marks bytes past the element bitmap's end");
+    head = l1 + stored;
+    if (payload < head)
+      throw CorruptInput(strprintf(
+          "sparse chunk of %zu payload bytes, shorter than its %zu bitmap bytes", payload, head));
     m = 0;
-    for (size_t b = 0; b < head; ++b) m += size_t(std::popcount(unsigned(body[b])));
-    if (n % 8 && (body[head - 1] >> (n % 8)))
-      throw CorruptInput("sparse chunk's bitmap marks elements past the chunk's end");
+    for (size_t k = 0; k < stored; ++k) {
+      const unsigned byte = body[l1 + k];
+      if (byte == 0) throw CorruptInput("sparse chunk stores an empty bitmap byte");
+      m += size_t(std::popcount(byte));
+    }
+    if (n % 8) {
+      size_t last = 0;  // the stored byte of element byte l0 - 1, if any
+      if ((body[(l0 - 1) >> 3] >> ((l0 - 1) & 7)) & 1) last = body[head - 1];
+      if (last >> (n % 8))
+        throw CorruptInput("sparse chunk's bitmap marks elements past the chunk's end");
+    }
   }
   if (h.escapes > m)
     throw CorruptInput(strprintf("%u escaped exponents for %zu elements", h.escapes, m));
@@ -372,11 +397,12 @@ void decode(const uint8_t* in, size_t bytes, size_t n, bool checksum, typename T
   }
   U* nz = gathered<U>(s, m);
   decode_dense<T>(raw, esc, bits, h, m, nz, s);
-  size_t k = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const bool keep = (body[i >> 3] >> (i & 7)) & 1;
-    out[i] = keep ? nz[k] : U(0);
-    k += keep;
+  std::memset(out, 0, n * sizeof(U));
+  size_t k = 0, stored = l1;
+  for (size_t b = 0; b < l0; ++b) {
+    if (!((body[b >> 3] >> (b & 7)) & 1)) continue;
+    for (unsigned byte = body[stored++]; byte; byte &= byte - 1)
+      out[b * 8 + size_t(std::countr_zero(byte))] = nz[k++];
   }
 }
 

@@ -1,0 +1,64 @@
+// The compression policy of the zip decorator: for each eligible collective (sum all-reduce,
+// sum reduce-scatter, all-gather of bf16 or fp32), whether it runs on the wrapped backend's own
+// collective ("native"), the decorator's uncompressed algorithm ("plain") or compressed, from the
+// configured mode, the message size and an alpha-beta cost model (docs/COMM.md):
+//   wire(kind)  = bytes this rank sends: RS (P-1)/P*M, AG (P-1)/P*M, AR 2(P-1)/P*M
+//   codec(kind) = raw bytes this rank encodes + decodes: RS 2(P-1)/P*M, AG M/P + (P-1)/P*M,
+//                 AR the sum of both
+//   T_native = wire / B,   T_compressed = wire / (ratio * B) + codec / C
+// with B the link's bandwidth, C the codec's throughput and ratio the last measured ratio for the
+// kind and dtype. Adaptive compresses when T_compressed < (1 - kAdaptiveMargin) * T_native.
+// Invariant: decide() is a pure function of its arguments, and the decorator feeds it only values
+// every rank holds identically (sizes, the configuration, measurements agreed by a collective),
+// so every rank takes the same path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "comm/communicator.h"
+#include "core/enum_names.h"
+
+namespace gossamer::comm::zip {
+
+// parallel.compression.
+enum class Compression { COMPRESSION_OFF, COMPRESSION_PLAIN, COMPRESSION_ON, COMPRESSION_ADAPTIVE };
+
+enum class Path : uint8_t { NATIVE, PLAIN, COMPRESSED };
+const char* path_name(Path path);
+
+inline constexpr double kAdaptiveMargin = 0.05;
+
+struct PolicyInputs {
+  Compression mode = Compression::COMPRESSION_ADAPTIVE;
+  Kind kind = Kind::ALL_REDUCE;  // ALL_REDUCE, REDUCE_SCATTER or ALL_GATHER
+  size_t bytes = 0;              // the whole message (sum over ranks' parts)
+  int world = 1;
+  size_t min_bytes = 0;   // below: never compressed
+  double link_gbps = 0;   // B in GB/s (1e9 bytes/s)
+  double codec_gbps = 0;  // C in GB/s of raw bytes (encode and decode alike)
+  double ratio = 1;       // expected compression ratio
+};
+
+struct Decision {
+  Path path = Path::NATIVE;
+  double native_s = 0, compressed_s = 0;  // the model's predictions (0 when not evaluated)
+};
+
+Decision decide(const PolicyInputs& in);
+
+}  // namespace gossamer::comm::zip
+
+namespace gossamer {
+template <>
+struct EnumNames<comm::zip::Compression> {
+  static constexpr std::pair<comm::zip::Compression, std::string_view> values[] = {
+      {comm::zip::Compression::COMPRESSION_OFF, "off"},
+      {comm::zip::Compression::COMPRESSION_PLAIN, "plain"},
+      {comm::zip::Compression::COMPRESSION_ON, "on"},
+      {comm::zip::Compression::COMPRESSION_ADAPTIVE, "adaptive"}};
+};
+}  // namespace gossamer
