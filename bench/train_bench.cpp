@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "comm/gather_values.h"
 #include "comm/launch_env.h"
+#include "comm/zip/zip_communicator.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -39,8 +40,10 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   config.parallel.validate();
   auto comm_ptr =
       comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);
+  log_set_rank(comm_ptr->rank());
+  comm_ptr->set_timeout(config.parallel.timeout_s);
+  comm_ptr = comm::zip::wrap_with_compression(std::move(comm_ptr), config.parallel.zip_options());
   comm::Communicator& comm = *comm_ptr;
-  log_set_rank(comm.rank());
   comm.set_timeout(config.parallel.timeout_s);
   const int world = comm.size();
   config.validate(world);

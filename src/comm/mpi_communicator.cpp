@@ -91,8 +91,7 @@ MpiCommunicator::MpiCommunicator() : runtime_(MpiRuntime::acquire()) {
             "comm: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_free(&node);
-  for (std::vector<int>* v : {&icounts_, &idispls_, &icounts2_, &idispls2_})
-    v->resize(size_t(size_));
+  for (std::vector<int>* v : {&icounts_, &idispls_}) v->resize(size_t(size_));
   offsets_.resize(size_t(size_));
   offsets2_.resize(size_t(size_));
   worker_ = std::thread(&MpiCommunicator::worker_loop, this);
@@ -230,6 +229,19 @@ void MpiCommunicator::execute(const Op& op) {
   }
 }
 
+// MPI_Waitall without holding a core: MPI_Testall (which also drives progress) in a loop that
+// sleeps 20 us between tests after the first 64. Open MPI's blocking waits spin, and a spinning
+// communication thread takes the core that computation or the zip codec needs on a machine with
+// as many ranks as cores; the kernel keeps moving TCP data while we sleep.
+int MpiCommunicator::wait_all() {
+  for (int tests = 0;; ++tests) {
+    int done = 0;
+    const int rc = MPI_Testall(int(requests_.size()), requests_.data(), &done, statuses_.data());
+    if (rc != MPI_SUCCESS || done) return rc;
+    if (tests >= 64) std::this_thread::yield();
+  }
+}
+
 void MpiCommunicator::recv_checked(void* buf, size_t n, MPI_Datatype type, int source,
                                    const char* what) {
   MPI_Status status;
@@ -339,8 +351,7 @@ void MpiCommunicator::run_sendrecv(const Op& op) {
               "MPI_Isend");
   }
   statuses_.resize(requests_.size());
-  mpi_check(MPI_Waitall(int(requests_.size()), requests_.data(), statuses_.data()),
-            "MPI_Waitall (sendrecv)");
+  mpi_check(wait_all(), "MPI_Waitall (sendrecv)");
   size_t got_total = 0;
   for (size_t k = 0; k < receives; ++k) {
     int got = 0;
@@ -372,14 +383,12 @@ void MpiCommunicator::run_sendrecv_many(const Op& op) {
                 "MPI_Isend (sendrecv_many)");
     }
   statuses_.resize(requests_.size());
-  mpi_check(MPI_Waitall(int(requests_.size()), requests_.data(), statuses_.data()),
-            "MPI_Waitall (sendrecv_many)");
+  mpi_check(wait_all(), "MPI_Waitall (sendrecv_many)");
 }
 
-// MPI_Alltoallv when the totals of every rank fit one call (counts and displacements are int and
-// at most op.chunk). Only a rank knows its own totals and every rank must take the same path, so
-// they agree first with a one-int all-reduce. Otherwise every piece (at most op.chunk elements)
-// from and to every peer is posted at once, starting with the next rank so that the ranks do not
+// Every piece (at most op.chunk elements) from and to every peer is posted at once (not
+// MPI_Alltoallv: its blocking wait spins, see wait_all, and its int counts would need the ranks
+// to agree on a path first), starting with the next rank so that the ranks do not
 // all address rank 0 first; a pair's pieces depend only on its count, which both ends know, and
 // pieces between two ranks on one tag match in order (MPI's non-overtaking rule). The part for
 // oneself is copied while the transfers run.
@@ -388,23 +397,10 @@ void MpiCommunicator::run_all_to_all(const Op& op) {
   const MPI_Datatype type = mpi_datatype(op.dtype);
   const std::vector<size_t>& send_counts = op.counts;
   const std::vector<size_t>& recv_counts = op.counts2;
-  int fits = count_sum(send_counts) <= op.chunk && count_sum(recv_counts) <= op.chunk;
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, comm_),
-            "MPI_Allreduce (all_to_all: path)");
   size_t send_displ = 0, recv_displ = 0;
   for (size_t r = 0; r < size_t(size_); ++r) {
     offsets_[r] = send_displ, offsets2_[r] = recv_displ;
     send_displ += send_counts[r], recv_displ += recv_counts[r];
-  }
-  if (fits) {
-    for (size_t r = 0; r < size_t(size_); ++r) {
-      icounts_[r] = int(send_counts[r]), idispls_[r] = int(offsets_[r]);
-      icounts2_[r] = int(recv_counts[r]), idispls2_[r] = int(offsets2_[r]);
-    }
-    mpi_check(MPI_Alltoallv(op.in, icounts_.data(), idispls_.data(), type, op.out, icounts2_.data(),
-                            idispls2_.data(), type, comm_),
-              "MPI_Alltoallv");
-    return;
   }
   requests_.clear();
   recv_peers_.clear();
@@ -435,7 +431,7 @@ void MpiCommunicator::run_all_to_all(const Op& op) {
     std::memcpy(at(op.out, offsets2_[size_t(rank_)], es), at(op.in, offsets_[size_t(rank_)], es),
                 mine * es);
   statuses_.resize(requests_.size());
-  const int rc = MPI_Waitall(int(requests_.size()), requests_.data(), statuses_.data());
+  const int rc = wait_all();
   if (rc == MPI_ERR_IN_STATUS)
     for (size_t k = 0; k < receives; ++k)
       if (statuses_[k].MPI_ERROR != MPI_SUCCESS && statuses_[k].MPI_ERROR != MPI_ERR_PENDING)

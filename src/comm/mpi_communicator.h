@@ -8,9 +8,9 @@
 // ranks that do not answer are named (a stopped or hung process cannot answer).
 // Invariant: operations run one at a time in issue order; a failed operation fails every later
 // one (the ranks' sequences no longer match). Counts above the chunk limit are split into several
-// MPI calls, so counts beyond INT_MAX elements work. all_to_all_v is MPI_Alltoallv when every
-// rank's totals fit one call (the ranks agree on it first: only each rank knows its own counts),
-// else every piece to and from every peer posted at once.
+// MPI calls, so counts beyond INT_MAX elements work. all_to_all_v posts every piece to and from
+// every peer at once; point-to-point waits (sendrecv, sendrecv_many, all_to_all_v) test and sleep
+// instead of spinning, leaving the core to computation and the zip codec.
 #pragma once
 
 #include <condition_variable>
@@ -94,6 +94,7 @@ class MpiCommunicator final : public Communicator {
   void run_sendrecv_many(const Op& op);
   void run_all_to_all(const Op& op);
   void recv_checked(void* buf, size_t n, MPI_Datatype type, int source, const char* what);
+  int wait_all();  // requests_ into statuses_ (sized alike), sleeping between tests
 
   std::shared_ptr<MpiRuntime> runtime_;
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -113,7 +114,7 @@ class MpiCommunicator final : public Communicator {
 
   // Worker-only state, sized once.
   std::string failed_;  // the first error; later ops fail with it
-  std::vector<int> icounts_, idispls_, icounts2_, idispls2_;
+  std::vector<int> icounts_, idispls_;
   std::vector<size_t> offsets_, offsets2_;  // all_to_all: where each rank's part starts
   std::vector<int> recv_peers_;             // all_to_all: the source of each receive request
   std::vector<MPI_Request> requests_;

@@ -114,9 +114,9 @@ TEST(MpiBackend, ChunkedOperations) {
   mpi->set_max_chunk_bytes(size_t{1} << 30);
 }
 
-// all_to_all_v with a tiny chunk limit: ranks whose totals exceed it make every rank take the
-// split path (MPI_Isend / MPI_Irecv of pieces); the "rank 0 small" matrix has some ranks that
-// would fit one MPI_Alltoallv and some that would not, which must still agree on one path.
+// all_to_all_v with a tiny chunk limit: every part split into pieces (MPI_Isend / MPI_Irecv of
+// pieces matched in order); the "rank 0 small" matrix mixes ranks whose parts fit one piece with
+// ranks whose parts do not.
 TEST(MpiBackend, ChunkedAllToAll) {
   auto* mpi = dynamic_cast<MpiCommunicator*>(g_mpi);
   ASSERT_NE(mpi, nullptr);

@@ -91,19 +91,20 @@ double measure_codec_gbps(const CodecOptions& codec) {
 }
 
 // Bytes per second one rank sends to its ring neighbour while receiving from the other one,
-// in GB/s (second of two exchanges of 8 MiB).
+// in GB/s: the best of three exchanges of 8 MiB after one untimed (a busy machine only slows an
+// exchange down, so the fastest is the closest to the link).
 double measure_link_gbps(Communicator& comm) {
   const size_t bytes = size_t{8} << 20;
   std::vector<uint8_t> out(bytes, 1), in(bytes);
   const int p = comm.size(), r = comm.rank();
-  double seconds = 0;
-  for (int i = 0; i < 2; ++i) {
+  double best = 0;
+  for (int i = 0; i < 4; ++i) {
     Stopwatch watch;
     comm.sendrecv(out.data(), bytes, (r + 1) % p, in.data(), bytes, (r + p - 1) % p, DType::U8)
         .wait();
-    seconds = watch.seconds();
+    if (i > 0) best = std::max(best, double(bytes) / watch.seconds() / 1e9);
   }
-  return double(bytes) / seconds / 1e9;
+  return best;
 }
 
 }  // namespace
