@@ -37,48 +37,6 @@ const char* at(const void* p, size_t i, size_t size) {
 
 }  // namespace
 
-class MpiCommunicator::State final : public WorkState {
- public:
-  bool wait_for(double seconds) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto ready = [this] { return done_; };
-    if (seconds <= 0)
-      cv_.wait(lock, ready);
-    else if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), ready))
-      return false;
-    if (!error_.empty()) throw Error(error_);
-    return true;
-  }
-
-  bool done() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return done_;
-  }
-
-  double duration() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return done_ ? duration_ : std::numeric_limits<double>::quiet_NaN();
-  }
-
-  void complete(std::string error) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-      error_ = std::move(error);
-      duration_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - issued_).count();
-    }
-    cv_.notify_all();
-  }
-
- private:
-  const std::chrono::steady_clock::time_point issued_ = std::chrono::steady_clock::now();
-  double duration_ = 0;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::string error_;
-};
-
 MpiCommunicator::MpiCommunicator() : runtime_(MpiRuntime::acquire()) {
   mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "comm: MPI_Comm_dup(MPI_COMM_WORLD)");
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -133,7 +91,7 @@ void MpiCommunicator::set_max_chunk_bytes(size_t bytes) {
 Work MpiCommunicator::enqueue(Op op, size_t bytes) {
   op.chunk = std::clamp<size_t>(max_chunk_bytes_ / dtype_size(op.dtype), 1, size_t(INT_MAX));
   op.context = context_;
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<CompletionState>();
   op.state = state;
   const Kind kind = op.kind;
   {

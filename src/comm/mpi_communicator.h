@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/completion_state.h"
 #include "comm/mpi_runtime.h"
 
 namespace gossamer::comm {
@@ -66,7 +67,6 @@ class MpiCommunicator final : public Communicator {
   void set_max_chunk_bytes(size_t bytes);
 
  private:
-  class State;
   struct Op {
     Kind kind = Kind::BARRIER;
     DType dtype = DType::U8;
@@ -82,7 +82,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<void*> out_many;
     size_t chunk = 0;     // elements per MPI call
     std::string context;  // the communicator's context when issued, for errors
-    std::shared_ptr<State> state;
+    std::shared_ptr<CompletionState> state;
   };
 
   Work enqueue(Op op, size_t bytes);

@@ -73,6 +73,18 @@ size_t ZipCollectives::segment_elems(DType dtype) const {
   return std::max<size_t>(1, segment_bytes_ / dtype_size(dtype));
 }
 
+ZipCollectives::Layout ZipCollectives::layout(std::span<const size_t> counts, DType dtype) const {
+  Layout L;
+  L.es = dtype_size(dtype);
+  L.seg = segment_elems(dtype);
+  L.P = size_t(world_);
+  const size_t longest = *std::max_element(counts.begin(), counts.end());
+  L.segments = (longest + L.seg - 1) / L.seg;
+  L.offset.resize(L.P);
+  for (size_t r = 0; r < L.P; ++r) L.offset[r] = count_offset(counts, int(r));
+  return L;
+}
+
 // encode(k, slot) -> Work of the sizes exchange (empty when none); issue(k, slot) -> Work of the
 // data exchange; finish(k, slot) consumes segment k. Segment k+1 is encoded and its sizes
 // exchanged while segment k is on the wire; segment k is finished while k+1 is.
@@ -102,11 +114,9 @@ Traffic ZipCollectives::reduce_scatter(const void* in_v, void* out_v,
                                        bool compressed) {
   const auto* in = static_cast<const uint8_t*>(in_v);
   auto* out = static_cast<uint8_t*>(out_v);
-  const size_t es = dtype_size(dtype), seg = segment_elems(dtype), P = size_t(world_);
-  const size_t longest = *std::max_element(counts.begin(), counts.end());
-  const size_t segments = (longest + seg - 1) / seg;
-  std::vector<size_t> offset(P);
-  for (size_t r = 0; r < P; ++r) offset[r] = count_offset(counts, int(r));
+  const Layout L = layout(counts, dtype);
+  const size_t es = L.es, seg = L.seg, P = L.P, segments = L.segments;
+  const std::vector<size_t>& offset = L.offset;
   if (acc_.size() < std::min(seg, counts[size_t(rank_)]))
     acc_.resize(std::min(seg, counts[size_t(rank_)]));
   Traffic t;
@@ -188,11 +198,9 @@ Traffic ZipCollectives::all_gather(const void* in_v, void* out_v, std::span<cons
                                    DType dtype, bool compressed) {
   const auto* in = static_cast<const uint8_t*>(in_v);
   auto* out = static_cast<uint8_t*>(out_v);
-  const size_t es = dtype_size(dtype), seg = segment_elems(dtype), P = size_t(world_);
-  const size_t longest = *std::max_element(counts.begin(), counts.end());
-  const size_t segments = (longest + seg - 1) / seg;
-  std::vector<size_t> offset(P);
-  for (size_t r = 0; r < P; ++r) offset[r] = count_offset(counts, int(r));
+  const Layout L = layout(counts, dtype);
+  const size_t es = L.es, seg = L.seg, P = L.P, segments = L.segments;
+  const std::vector<size_t>& offset = L.offset;
   const size_t mine = counts[size_t(rank_)];
   uint8_t* own = out + offset[size_t(rank_)] * es;
   if (own != in && mine > 0) std::memcpy(own, in, mine * es);

@@ -51,6 +51,12 @@ class ZipCollectives {
   template <class Encode, class Issue, class Finish>
   void pipeline(size_t segments, Encode encode, Issue issue, Finish finish);
   size_t segment_elems(DType dtype) const;
+  // Element size, segment length, world, segment count and each rank's offset for counts.
+  struct Layout {
+    size_t es = 0, seg = 0, P = 0, segments = 0;
+    std::vector<size_t> offset;
+  };
+  Layout layout(std::span<const size_t> counts, DType dtype) const;
 
   Communicator& inner_;
   size_t segment_bytes_;

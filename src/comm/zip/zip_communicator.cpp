@@ -21,45 +21,6 @@
 
 namespace gossamer::comm::zip {
 
-class ZipCommunicator::State final : public WorkState {
- public:
-  bool wait_for(double seconds) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto ready = [this] { return done_; };
-    if (seconds <= 0)
-      cv_.wait(lock, ready);
-    else if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), ready))
-      return false;
-    if (!error_.empty()) throw Error(error_);
-    return true;
-  }
-  bool done() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return done_;
-  }
-  double duration() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return done_ ? duration_ : std::numeric_limits<double>::quiet_NaN();
-  }
-  void complete(std::string error) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-      error_ = std::move(error);
-      duration_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - issued_).count();
-    }
-    cv_.notify_all();
-  }
-
- private:
-  const std::chrono::steady_clock::time_point issued_ = std::chrono::steady_clock::now();
-  double duration_ = 0;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::string error_;
-};
-
 namespace {
 
 bool compressible(DType dtype) {
@@ -165,7 +126,7 @@ ZipCommunicator::~ZipCommunicator() {
 }
 
 Work ZipCommunicator::enqueue(Kind kind, size_t bytes, std::function<void()> task) {
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<CompletionState>();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.emplace_back(std::move(task), state);
@@ -176,7 +137,7 @@ Work ZipCommunicator::enqueue(Kind kind, size_t bytes, std::function<void()> tas
 
 void ZipCommunicator::worker_loop() {
   for (;;) {
-    std::pair<std::function<void()>, std::shared_ptr<State>> item;
+    std::pair<std::function<void()>, std::shared_ptr<CompletionState>> item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });

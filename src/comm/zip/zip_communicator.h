@@ -29,6 +29,7 @@
 
 #include "comm/byte_accounting.h"
 #include "comm/communicator.h"
+#include "comm/completion_state.h"
 #include "comm/zip/compression_policy.h"
 #include "comm/zip/zip_collectives.h"
 
@@ -86,7 +87,6 @@ class ZipCommunicator final : public Communicator {
   static constexpr size_t kMaxLoggedDecisions = 256;
 
  private:
-  class State;
   Work enqueue(Kind kind, size_t bytes, std::function<void()> task);
   void worker_loop();
   // Runs an eligible collective on the path the policy picks (worker thread).
@@ -105,7 +105,7 @@ class ZipCommunicator final : public Communicator {
 
   mutable std::mutex mutex_;
   std::condition_variable queue_cv_, idle_cv_;
-  std::deque<std::pair<std::function<void()>, std::shared_ptr<State>>> queue_;
+  std::deque<std::pair<std::function<void()>, std::shared_ptr<CompletionState>>> queue_;
   bool busy_ = false, stop_ = false;
   std::string failed_;                  // worker: the first error
   CommStats worker_delta_;              // under mutex_: corrections and counts from the worker
