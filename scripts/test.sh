@@ -25,7 +25,11 @@ if [[ "${GOSSAMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   command -v ninja >/dev/null && generator=(-G Ninja)
   [[ -f build-asan/CMakeCache.txt ]] || cmake -S . -B build-asan "${generator[@]}" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGOSSAMER_SANITIZE=ON -DGOSSAMER_WERROR=ON >/dev/null
-  cmake --build build-asan -j "$(nproc)"
+  # Only the unit tests run here: build their targets, not the CLI, benches and MPI tests.
+  mapfile -t unit_targets < <(ctest --test-dir build-asan -N -L unit |
+    sed -n 's/^ *Test *#[0-9]*: unit\.//p')
+  ((${#unit_targets[@]} > 0)) || { echo "no unit tests found in build-asan" >&2; exit 1; }
+  cmake --build build-asan -j "$(nproc)" --target "${unit_targets[@]}"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -L unit -j 2 --timeout 1800
 fi

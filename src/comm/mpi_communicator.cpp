@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "comm/byte_accounting.h"
@@ -63,12 +64,12 @@ MpiCommunicator::~MpiCommunicator() {
     std::unique_lock<std::mutex> lock(mutex_);
     stop_ = true;
     queue_cv_.notify_all();
-    auto idle = [this] { return queue_.empty() && !busy_; };
+    auto idle = [this] { return queue_.empty() && running_ == 0; };
     if (timeout_s_ > 0)
       drained = idle_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s_), idle);
     else
       idle_cv_.wait(lock, idle);
-    pending = queue_.size() + (busy_ ? 1 : 0);
+    pending = queue_.size() + running_;
   }
   if (!drained) {
     const std::string context =
@@ -103,46 +104,104 @@ Work MpiCommunicator::enqueue(Op op, size_t bytes) {
   return Work(std::move(state), this, kind, bytes);
 }
 
+// Ops start in issue order. An all_to_all_v is posted and joins in_flight_ (at most
+// kMaxInFlight), so the next operations start while its transfers run; every other operation runs
+// to completion here (MPI progresses the posted transfers meanwhile). With transfers in flight
+// and nothing queued, the worker tests them, yielding the core between rounds of tests.
 void MpiCommunicator::worker_loop() {
-  for (;;) {
-    Op op;
+  for (int idle_rounds = 0;;) {
+    std::optional<Op> next;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
-      op = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
+      if (in_flight_.empty()) queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty() && in_flight_.empty()) return;  // stop_ and drained
+      if (!queue_.empty() && in_flight_.size() < kMaxInFlight) {
+        next = std::move(queue_.front());
+        queue_.pop_front();
+        ++running_;
+      }
+    }
+    if (next) start(std::move(*next));
+    if (progress_in_flight() || next)
+      idle_rounds = 0;
+    else if (++idle_rounds >= 64)
+      std::this_thread::yield();
+  }
+}
+
+std::string MpiCommunicator::record_failure(const Op& op, const std::exception& e) {
+  const std::string context =
+      op.context.empty() ? std::string() : strprintf(" (%s)", op.context.c_str());
+  if (failed_.empty())
+    failed_ = strprintf("rank %d: mpi %s failed%s: %s", rank_, kind_name(op.kind), context.c_str(),
+                        e.what());
+  return failed_;
+}
+
+void MpiCommunicator::start(Op op) {
+  if (!failed_.empty()) {
+    finish(op, strprintf("rank %d: %s not run: an earlier operation failed (%s)", rank_,
+                         kind_name(op.kind), failed_.c_str()));
+    return;
+  }
+  if (op.kind == Kind::ALL_TO_ALL) {
+    InFlight f;
+    f.op = std::move(op);
+    try {
+      post_all_to_all(f);
+    } catch (const std::exception& e) {
+      finish(f.op, record_failure(f.op, e));
+      return;
+    }
+    in_flight_.push_back(std::move(f));
+    return;
+  }
+  std::string error;
+  try {
+    execute(op);
+  } catch (const std::exception& e) {
+    error = record_failure(op, e);
+  }
+  finish(op, std::move(error));
+}
+
+bool MpiCommunicator::progress_in_flight() {
+  bool any = false;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    int done = 0;
+    const int rc =
+        MPI_Testall(int(it->requests.size()), it->requests.data(), &done, it->statuses.data());
+    if (rc == MPI_SUCCESS && !done) {
+      ++it;
+      continue;
     }
     std::string error;
-    if (!failed_.empty()) {
-      error = strprintf("rank %d: %s not run: an earlier operation failed (%s)", rank_,
-                        kind_name(op.kind), failed_.c_str());
-    } else {
-      try {
-        execute(op);
-      } catch (const std::exception& e) {
-        const std::string context =
-            op.context.empty() ? std::string() : strprintf(" (%s)", op.context.c_str());
-        failed_ = strprintf("rank %d: mpi %s failed%s: %s", rank_, kind_name(op.kind),
-                            context.c_str(), e.what());
-        error = failed_;
-      }
+    try {
+      check_all_to_all(*it, rc);
+    } catch (const std::exception& e) {
+      error = record_failure(it->op, e);
     }
-    const bool ok = error.empty();
-    op.state->complete(std::move(error));
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_ = false;
-      if (ok) {
-        ++completed_;
-        last_completed_ = op.context.empty()
-                              ? std::string(kind_name(op.kind))
-                              : strprintf("%s (%s)", kind_name(op.kind), op.context.c_str());
-      }
-    }
-    idle_cv_.notify_all();
+    finish(it->op, std::move(error));
+    it = in_flight_.erase(it);
+    any = true;
   }
+  return any;
+}
+
+void MpiCommunicator::finish(const Op& op, std::string error) {
+  const bool ok = error.empty();
+  op.state->complete(std::move(error));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+    if (ok) {
+      ++completed_;
+      last_completed_ = op.context.empty()
+                            ? std::string(kind_name(op.kind))
+                            : strprintf("%s (%s)", kind_name(op.kind), op.context.c_str());
+    }
+  }
+  idle_cv_.notify_all();
 }
 
 void MpiCommunicator::execute(const Op& op) {
@@ -183,14 +242,14 @@ void MpiCommunicator::execute(const Op& op) {
       mpi_check(MPI_Barrier(comm_), "MPI_Barrier");
       return;
     case Kind::ALL_TO_ALL:
-      return run_all_to_all(op);
+      break;  // started by start(), never executed blocking
   }
 }
 
 // MPI_Waitall without holding a core: MPI_Testall (which also drives progress) in a loop that
-// sleeps 20 us between tests after the first 64. Open MPI's blocking waits spin, and a spinning
-// communication thread takes the core that computation or the zip codec needs on a machine with
-// as many ranks as cores; the kernel keeps moving TCP data while we sleep.
+// yields the core between tests after the first 64. Open MPI's blocking waits spin, and a
+// spinning communication thread takes the core that computation or the zip codec needs on a
+// machine with as many ranks as cores; the kernel keeps moving TCP data meanwhile.
 int MpiCommunicator::wait_all() {
   for (int tests = 0;; ++tests) {
     int done = 0;
@@ -345,12 +404,13 @@ void MpiCommunicator::run_sendrecv_many(const Op& op) {
 }
 
 // Every piece (at most op.chunk elements) from and to every peer is posted at once (not
-// MPI_Alltoallv: its blocking wait spins, see wait_all, and its int counts would need the ranks
-// to agree on a path first), starting with the next rank so that the ranks do not
-// all address rank 0 first; a pair's pieces depend only on its count, which both ends know, and
-// pieces between two ranks on one tag match in order (MPI's non-overtaking rule). The part for
-// oneself is copied while the transfers run.
-void MpiCommunicator::run_all_to_all(const Op& op) {
+// MPI_Alltoallv: its blocking wait spins, see worker_loop, and its int counts would need the
+// ranks to agree on a path first), starting with the next rank so that the ranks do not all
+// address rank 0 first; a pair's pieces depend only on its count, which both ends know, and
+// pieces between two ranks on one tag match in order (MPI's non-overtaking rule; this also
+// orders consecutive all_to_all_v in flight). The part for oneself is copied at once.
+void MpiCommunicator::post_all_to_all(InFlight& f) {
+  const Op& op = f.op;
   const size_t es = dtype_size(op.dtype);
   const MPI_Datatype type = mpi_datatype(op.dtype);
   const std::vector<size_t>& send_counts = op.counts;
@@ -360,27 +420,24 @@ void MpiCommunicator::run_all_to_all(const Op& op) {
     offsets_[r] = send_displ, offsets2_[r] = recv_displ;
     send_displ += send_counts[r], recv_displ += recv_counts[r];
   }
-  requests_.clear();
-  recv_peers_.clear();
   for (int k = 1; k < size_; ++k) {
     const int source = (rank_ + size_ - k) % size_;
     const size_t count = recv_counts[size_t(source)], base = offsets2_[size_t(source)];
     for (size_t i = 0; i < count; i += op.chunk) {
-      requests_.emplace_back();
-      recv_peers_.push_back(source);
+      f.requests.emplace_back();
+      f.recv_peers.push_back(source);
       mpi_check(MPI_Irecv(at(op.out, base + i, es), int(std::min(op.chunk, count - i)), type,
-                          source, kTag, comm_, &requests_.back()),
+                          source, kTag, comm_, &f.requests.back()),
                 "MPI_Irecv (all_to_all)");
     }
   }
-  const size_t receives = requests_.size();
   for (int k = 1; k < size_; ++k) {
     const int dest = (rank_ + k) % size_;
     const size_t count = send_counts[size_t(dest)], base = offsets_[size_t(dest)];
     for (size_t i = 0; i < count; i += op.chunk) {
-      requests_.emplace_back();
+      f.requests.emplace_back();
       mpi_check(MPI_Isend(at(op.in, base + i, es), int(std::min(op.chunk, count - i)), type, dest,
-                          kTag, comm_, &requests_.back()),
+                          kTag, comm_, &f.requests.back()),
                 "MPI_Isend (all_to_all)");
     }
   }
@@ -388,22 +445,30 @@ void MpiCommunicator::run_all_to_all(const Op& op) {
   if (mine > 0)
     std::memcpy(at(op.out, offsets2_[size_t(rank_)], es), at(op.in, offsets_[size_t(rank_)], es),
                 mine * es);
-  statuses_.resize(requests_.size());
-  const int rc = wait_all();
+  f.statuses.resize(f.requests.size());
+}
+
+// After MPI_Testall returned rc with every request of f complete (or an error): the errors of
+// the receives, then what arrived from each source against what was expected.
+void MpiCommunicator::check_all_to_all(const InFlight& f, int rc) {
+  const MPI_Datatype type = mpi_datatype(f.op.dtype);
+  const std::vector<size_t>& recv_counts = f.op.counts2;
+  const size_t receives = f.recv_peers.size();
   if (rc == MPI_ERR_IN_STATUS)
     for (size_t k = 0; k < receives; ++k)
-      if (statuses_[k].MPI_ERROR != MPI_SUCCESS && statuses_[k].MPI_ERROR != MPI_ERR_PENDING)
-        fail("MPI_Irecv (all_to_all): from rank %d (expected %zu elements): %s", recv_peers_[k],
-             recv_counts[size_t(recv_peers_[k])], mpi_error_string(statuses_[k].MPI_ERROR).c_str());
-  mpi_check(rc, "MPI_Waitall (all_to_all)");
+      if (f.statuses[k].MPI_ERROR != MPI_SUCCESS && f.statuses[k].MPI_ERROR != MPI_ERR_PENDING)
+        fail("MPI_Irecv (all_to_all): from rank %d (expected %zu elements): %s", f.recv_peers[k],
+             recv_counts[size_t(f.recv_peers[k])],
+             mpi_error_string(f.statuses[k].MPI_ERROR).c_str());
+  mpi_check(rc, "MPI_Testall (all_to_all)");
   // A shorter piece than posted is no MPI error: compare what arrived from each source.
   size_t got = 0;
   for (size_t k = 0; k < receives; ++k) {
     int n = 0;
-    MPI_Get_count(&statuses_[k], type, &n);
+    MPI_Get_count(&f.statuses[k], type, &n);
     got += size_t(n);
-    const int source = recv_peers_[k];
-    if (k + 1 < receives && recv_peers_[k + 1] == source) continue;  // not its last piece
+    const int source = f.recv_peers[k];
+    if (k + 1 < receives && f.recv_peers[k + 1] == source) continue;  // not its last piece
     GOSSAMER_CHECK(got == recv_counts[size_t(source)],
                    "all_to_all: expected %zu elements from rank %d, received %zu",
                    recv_counts[size_t(source)], source, got);

@@ -6,11 +6,14 @@
 // After a timeout, absent_peers() holds a roll call on a second duplicate communicator: every
 // rank that times out sends its operation counts to all others and listens for a grace period;
 // ranks that do not answer are named (a stopped or hung process cannot answer).
-// Invariant: operations run one at a time in issue order; a failed operation fails every later
-// one (the ranks' sequences no longer match). Counts above the chunk limit are split into several
-// MPI calls, so counts beyond INT_MAX elements work. all_to_all_v posts every piece to and from
-// every peer at once; point-to-point waits (sendrecv, sendrecv_many, all_to_all_v) test and sleep
-// instead of spinning, leaving the core to computation and the zip codec.
+// Invariant: operations start in issue order, and all but all_to_all_v run one at a time and
+// complete in that order; an all_to_all_v posts every piece to and from every peer and stays in
+// flight (up to kMaxInFlight of them) while the worker starts the next operations, so a
+// pipelined caller keeps several on the wire; it may complete after operations issued later.
+// A failed operation fails every later one (the ranks' sequences no longer match). Counts above
+// the chunk limit are split into several MPI calls, so counts beyond INT_MAX elements work.
+// Point-to-point waits test and yield instead of spinning, leaving the core to computation and
+// the zip codec.
 #pragma once
 
 #include <condition_variable>
@@ -85,16 +88,29 @@ class MpiCommunicator final : public Communicator {
     std::shared_ptr<CompletionState> state;
   };
 
+  // An all_to_all_v whose transfers are posted and not yet all complete (worker only).
+  struct InFlight {
+    Op op;
+    std::vector<MPI_Request> requests;  // the receives first, then the sends
+    std::vector<MPI_Status> statuses;
+    std::vector<int> recv_peers;  // the source of each receive request
+  };
+  static constexpr size_t kMaxInFlight = 32;
   Work enqueue(Op op, size_t bytes);
   void worker_loop();
+  void start(Op op);          // all_to_all_v: posted into in_flight_; others: run, finish
+  bool progress_in_flight();  // tests in_flight_, finishes what completed; true if any
+  void finish(const Op& op, std::string error);  // completes the Work, counts it
+  std::string record_failure(const Op& op, const std::exception& e);  // sets failed_ once
   void execute(const Op& op);
   void run_reduce_scatter(const Op& op);
   void run_all_gather(const Op& op);
   void run_sendrecv(const Op& op);
   void run_sendrecv_many(const Op& op);
-  void run_all_to_all(const Op& op);
+  void post_all_to_all(InFlight& f);
+  void check_all_to_all(const InFlight& f, int rc);
   void recv_checked(void* buf, size_t n, MPI_Datatype type, int source, const char* what);
-  int wait_all();  // requests_ into statuses_ (sized alike), sleeping between tests
+  int wait_all();  // requests_ into statuses_ (sized alike), yielding between tests
 
   std::shared_ptr<MpiRuntime> runtime_;
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -106,7 +122,8 @@ class MpiCommunicator final : public Communicator {
   std::condition_variable queue_cv_;  // worker: an op arrived or stop
   std::condition_variable idle_cv_;   // destructor: the queue drained
   std::deque<Op> queue_;
-  bool busy_ = false, stop_ = false;
+  size_t running_ = 0;  // ops taken from the queue and not finished (in flight included)
+  bool stop_ = false;
   std::thread worker_;
   int64_t issued_ = 0;               // operations enqueued (issuing thread)
   int64_t completed_ = 0;            // operations completed without error (under mutex_)
@@ -116,7 +133,7 @@ class MpiCommunicator final : public Communicator {
   std::string failed_;  // the first error; later ops fail with it
   std::vector<int> icounts_, idispls_;
   std::vector<size_t> offsets_, offsets2_;  // all_to_all: where each rank's part starts
-  std::vector<int> recv_peers_;             // all_to_all: the source of each receive request
+  std::deque<InFlight> in_flight_;          // oldest first
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> statuses_;
 };

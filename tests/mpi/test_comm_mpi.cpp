@@ -151,6 +151,48 @@ TEST(MpiBackend, ChunkedAllToAll) {
   mpi->set_max_chunk_bytes(size_t{1} << 30);
 }
 
+// all_to_all_v stays in flight while later operations start: 40 of them (more than the worker
+// keeps in flight at once) issued without waiting, an all_reduce between every tenth, all
+// awaited in reverse order; every part lands where its own operation put it (consecutive
+// operations between one pair match in issue order).
+TEST(MpiBackend, AllToAllInFlightWithLaterOperations) {
+  Communicator& c = *g_mpi;
+  const int world = c.size(), rank = c.rank();
+  const auto patterns = all_to_all_patterns(world);
+  constexpr int kOps = 40;
+  std::vector<std::vector<size_t>> to(kOps), from(kOps);
+  std::vector<Bytes> inputs(kOps);
+  std::vector<std::unique_ptr<CommBuffer>> sends, recvs;
+  std::vector<Work> works;
+  std::vector<float> sums(size_t(kOps / 10));
+  for (int k = 0; k < kOps; ++k) {
+    const std::vector<size_t>& m = patterns[size_t(k) % patterns.size()];
+    to[size_t(k)] = send_counts(m, world, rank);
+    from[size_t(k)] = recv_counts(m, world, rank);
+    inputs[size_t(k)] = all_to_all_input(DType::F32, m, world, rank, 900 + k);
+    sends.push_back(std::make_unique<CommBuffer>(c, sum(to[size_t(k)]) * 4));
+    recvs.push_back(std::make_unique<CommBuffer>(c, sum(from[size_t(k)]) * 4));
+    sends.back()->upload(inputs[size_t(k)]);
+    works.push_back(c.all_to_all_v(sends.back()->data(), to[size_t(k)], recvs.back()->data(),
+                                   from[size_t(k)], DType::F32));
+    if (k % 10 == 9) {
+      sums[size_t(k / 10)] = float(rank + k);
+      works.push_back(c.all_reduce(&sums[size_t(k / 10)], 1, DType::F32, ReduceOp::SUM));
+    }
+  }
+  for (auto it = works.rbegin(); it != works.rend(); ++it) it->wait();
+  for (int k = 0; k < kOps; ++k) {
+    const std::vector<size_t>& m = patterns[size_t(k) % patterns.size()];
+    EXPECT_EQ(count_wrong(recvs[size_t(k)]->download(),
+                          all_to_all_output(DType::F32, m, world, rank, 900 + k), DType::F32),
+              0u)
+        << "all_to_all_v " << k << " of " << kOps << " in flight";
+    EXPECT_TRUE(sends[size_t(k)]->guards_intact() && recvs[size_t(k)]->guards_intact());
+  }
+  for (int j = 0; j < kOps / 10; ++j)
+    EXPECT_EQ(sums[size_t(j)], float(world * (world - 1) / 2 + world * (10 * j + 9)));
+}
+
 // On the split path a part shorter than the receiver expects is an error naming the source rank
 // (rank 0 sends 5 elements to rank 1, which expects 10); only the receiving rank fails.
 TEST(MpiBackend, AllToAllShortPartNamesTheSource) {

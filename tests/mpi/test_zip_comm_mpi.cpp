@@ -28,7 +28,8 @@ using test::g_mpi;
 
 std::unique_ptr<ZipCommunicator> make_zip(Compression mode, ZipOptions options = {}) {
   options.mode = mode;
-  if (options.segment_bytes == (size_t{1} << 20)) options.segment_bytes = 1000;  // many segments
+  if (options.segment_bytes == (size_t{1} << 20)) options.segment_bytes = 1000;  // many steps
+  if (options.plain_segment_bytes == (size_t{512} << 10)) options.plain_segment_bytes = 600;
   if (options.codec.chunk_elems == kDefaultChunkElems) options.codec.chunk_elems = 128;
   auto zip = std::make_unique<ZipCommunicator>(
       make_communicator("mpi", BufferLocation::BUFFER_LOCATION_HOST), options);

@@ -47,36 +47,35 @@ size_t part_len(std::span<const size_t> counts, int r, size_t k, size_t seg) {
   return k * seg >= c ? 0 : std::min(seg, c - k * seg);
 }
 
-size_t sum(const std::vector<size_t>& v) {
-  size_t s = 0;
-  for (size_t x : v) s += x;
-  return s;
-}
-
 }  // namespace
 
-ZipCollectives::ZipCollectives(Communicator& inner, size_t segment_bytes, const CodecOptions& codec)
+ZipCollectives::ZipCollectives(Communicator& inner, size_t segment_bytes,
+                               size_t plain_segment_bytes, const CodecOptions& codec)
     : inner_(inner),
       segment_bytes_(segment_bytes),
+      plain_segment_bytes_(plain_segment_bytes),
       codec_(codec),
       rank_(inner.rank()),
       world_(inner.size()) {
-  GOSSAMER_CHECK(segment_bytes_ >= 4, "zip: segment of %zu bytes, at least 4", segment_bytes_);
+  GOSSAMER_CHECK(segment_bytes_ >= 4 && plain_segment_bytes_ >= 4,
+                 "zip: segments of %zu and %zu bytes, at least 4", segment_bytes_,
+                 plain_segment_bytes_);
   for (Slot& s : slots_) {
     s.send_counts.assign(size_t(world_), 0);
     s.recv_counts.assign(size_t(world_), 0);
-    s.src_offset.assign(size_t(world_), 0);
   }
 }
 
-size_t ZipCollectives::segment_elems(DType dtype) const {
-  return std::max<size_t>(1, segment_bytes_ / dtype_size(dtype));
+size_t ZipCollectives::segment_elems(DType dtype, bool compressed) const {
+  const size_t bytes = compressed ? segment_bytes_ : plain_segment_bytes_;
+  return std::max<size_t>(1, bytes / dtype_size(dtype));
 }
 
-ZipCollectives::Layout ZipCollectives::layout(std::span<const size_t> counts, DType dtype) const {
+ZipCollectives::Layout ZipCollectives::layout(std::span<const size_t> counts, DType dtype,
+                                              bool compressed) const {
   Layout L;
   L.es = dtype_size(dtype);
-  L.seg = segment_elems(dtype);
+  L.seg = segment_elems(dtype, compressed);
   L.P = size_t(world_);
   const size_t longest = *std::max_element(counts.begin(), counts.end());
   L.segments = (longest + L.seg - 1) / L.seg;
@@ -85,28 +84,64 @@ ZipCollectives::Layout ZipCollectives::layout(std::span<const size_t> counts, DT
   return L;
 }
 
-// encode(k, slot) -> Work of the sizes exchange (empty when none); issue(k, slot) -> Work of the
-// data exchange; finish(k, slot) consumes segment k. Segment k+1 is encoded and its sizes
-// exchanged while segment k is on the wire; segment k is finished while k+1 is.
+ZipCollectives::Step ZipCollectives::step(size_t s, const Layout& L) const {
+  Step st;
+  st.round = 1 + s / L.segments;
+  st.seg = s % L.segments;
+  st.to = int((size_t(rank_) + st.round) % L.P);
+  st.from = int((size_t(rank_) + L.P - st.round) % L.P);
+  return st;
+}
+
+// encode(s, slot) -> Work of the sizes exchange (empty when none); issue(s, slot) -> Work of the
+// data exchange; finish(s, slot) consumes step s. `ahead` steps are on the wire at once: when
+// step s arrives, step s + ahead is started and then step s finished while the others travel.
+// ahead < kSlots (step s's slot is busy until it is finished).
 template <class Encode, class Issue, class Finish>
-void ZipCollectives::pipeline(size_t segments, Encode encode, Issue issue, Finish finish) {
-  if (segments == 0) return;
-  Work sizes = encode(size_t(0), slots_[0]);
-  sizes.wait();
-  Work data = issue(size_t(0), slots_[0]);
-  for (size_t k = 0; k < segments; ++k) {
-    Slot& now = slots_[k % 2];
-    Slot& next = slots_[(k + 1) % 2];
-    Work next_sizes, next_data;
-    if (k + 1 < segments) next_sizes = encode(k + 1, next);
-    data.wait();
-    if (k + 1 < segments) {
-      next_sizes.wait();
-      next_data = issue(k + 1, next);
-    }
-    finish(k, now);
-    data = next_data;
+void ZipCollectives::pipeline(size_t steps, size_t ahead, Encode encode, Issue issue,
+                              Finish finish) {
+  Work data[kSlots];
+  auto start = [&](size_t s) {
+    Slot& slot = slots_[s % kSlots];
+    Work sizes = encode(s, slot);
+    sizes.wait();
+    data[s % kSlots] = issue(s, slot);
+  };
+  for (size_t s = 0; s < std::min(steps, ahead); ++s) start(s);
+  for (size_t s = 0; s < steps; ++s) {
+    data[s % kSlots].wait();
+    if (s + ahead < steps) start(s + ahead);
+    finish(s, slots_[s % kSlots]);
   }
+}
+
+// One step's exchange: `bytes` from `send` to st.to and `recv_bytes` from st.from into `recv`.
+Work ZipCollectives::exchange(Slot& slot, const Step& st, const void* send, size_t bytes,
+                              void* recv, size_t recv_bytes) {
+  std::fill(slot.send_counts.begin(), slot.send_counts.end(), 0);
+  std::fill(slot.recv_counts.begin(), slot.recv_counts.end(), 0);
+  slot.send_counts[size_t(st.to)] = bytes;
+  slot.recv_counts[size_t(st.from)] = recv_bytes;
+  return inner_.all_to_all_v(send, slot.send_counts, recv, slot.recv_counts, DType::U8);
+}
+
+// Compressed: tells st.to how many bytes step s sends it and learns from st.from what it sends.
+Work ZipCollectives::exchange_size(Slot& slot, const Step& st, size_t bytes) {
+  slot.my_size = bytes;
+  std::fill(slot.send_counts.begin(), slot.send_counts.end(), 0);
+  std::fill(slot.recv_counts.begin(), slot.recv_counts.end(), 0);
+  slot.send_counts[size_t(st.to)] = 1;
+  slot.recv_counts[size_t(st.from)] = 1;
+  return inner_.all_to_all_v(&slot.my_size, slot.send_counts, &slot.peer_size, slot.recv_counts,
+                             DType::I64);
+}
+
+// The totals of every rank's compressed parts, for a ratio every rank agrees on.
+void ZipCollectives::agree_totals(Traffic& t, uint64_t raw, uint64_t packed) {
+  totals_[0] = raw, totals_[1] = packed;
+  inner_.all_reduce(totals_, 2, DType::I64, ReduceOp::SUM).wait();
+  t.all_raw = totals_[0], t.all_packed = totals_[1];
+  t.sent += 16, t.received += 16;
 }
 
 Traffic ZipCollectives::reduce_scatter(const void* in_v, void* out_v,
@@ -114,83 +149,60 @@ Traffic ZipCollectives::reduce_scatter(const void* in_v, void* out_v,
                                        bool compressed) {
   const auto* in = static_cast<const uint8_t*>(in_v);
   auto* out = static_cast<uint8_t*>(out_v);
-  const Layout L = layout(counts, dtype);
-  const size_t es = L.es, seg = L.seg, P = L.P, segments = L.segments;
-  const std::vector<size_t>& offset = L.offset;
-  if (acc_.size() < std::min(seg, counts[size_t(rank_)]))
-    acc_.resize(std::min(seg, counts[size_t(rank_)]));
+  const Layout L = layout(counts, dtype, compressed);
+  const size_t es = L.es, seg = L.seg, P = L.P;
+  const size_t mine = counts[size_t(rank_)];
   Traffic t;
-  const int64_t size_bytes = compressed ? int64_t((P - 1) * P * 8) : 0;
-  auto encode = [&](size_t k, Slot& s) -> Work {
-    std::fill(s.send_counts.begin(), s.send_counts.end(), 0);
-    size_t cap = 0;
-    for (size_t r = 0; r < P; ++r)
-      if (int(r) != rank_ && part_len(counts, int(r), k, seg) > 0)
-        cap += compressed ? max_compressed_bytes(part_len(counts, int(r), k, seg), dtype,
-                                                 codec_.chunk_elems)
-                          : part_len(counts, int(r), k, seg) * es;
-    if (s.send.size() < cap) s.send.resize(cap);
-    size_t at = 0;
-    for (size_t r = 0; r < P; ++r) {
-      const size_t len = part_len(counts, int(r), k, seg);
-      if (int(r) == rank_ || len == 0) continue;
-      const uint8_t* src = in + (offset[r] + k * seg) * es;
-      size_t bytes = len * es;
-      if (compressed)
-        bytes = compress(src, len, dtype, std::span<uint8_t>(s.send.data() + at, cap - at), codec_);
-      else
-        std::memcpy(s.send.data() + at, src, bytes);
-      s.send_counts[r] = bytes;
-      at += bytes;
-    }
+  if (P == 1) {
+    if (out != in && mine > 0) std::memmove(out, in, mine * es);
+    return t;
+  }
+  if (acc_.size() < mine) acc_.resize(mine);
+  uint64_t raw = 0, packed = 0;
+  auto encode = [&](size_t s, Slot& slot) -> Work {
+    const Step st = step(s, L);
+    const size_t len = part_len(counts, st.to, st.seg, seg);
+    slot.send_ptr = in + (L.offset[size_t(st.to)] + st.seg * seg) * es;
+    slot.send_bytes = len * es;
     if (!compressed) return Work();
-    s.my_sizes.assign(s.send_counts.begin(), s.send_counts.end());
-    s.all_sizes.resize(P * P);
-    const std::vector<size_t> each(P, P);
-    return inner_.all_gather(s.my_sizes.data(), s.all_sizes.data(), each, DType::I64);
+    const size_t cap = max_compressed_bytes(len, dtype, codec_.chunk_elems);
+    if (slot.send.size() < cap) slot.send.resize(cap);
+    const size_t bytes = len == 0 ? 0 : compress(slot.send_ptr, len, dtype, slot.send, codec_);
+    raw += slot.send_bytes, packed += bytes;
+    slot.send_ptr = slot.send.data();
+    slot.send_bytes = bytes;
+    t.sent += 8, t.received += 8;
+    return exchange_size(slot, st, bytes);
   };
-  auto issue = [&](size_t k, Slot& s) -> Work {
-    size_t at = 0;
-    for (size_t r = 0; r < P; ++r) {
-      s.recv_counts[r] = int(r) == rank_ ? 0
-                         : compressed    ? size_t(s.all_sizes[r * P + size_t(rank_)])
-                                         : part_len(counts, rank_, k, seg) * es;
-      s.src_offset[r] = at;
-      at += s.recv_counts[r];
-    }
-    if (s.recv.size() < at) s.recv.resize(at);
-    t.sent += int64_t(sum(s.send_counts)) + size_bytes;
-    t.received += int64_t(at) + size_bytes;
-    if (compressed) {
-      for (size_t r = 0; r < P; ++r)
-        for (size_t d = 0; d < P; ++d)
-          if (r != d) {
-            t.all_raw += part_len(counts, int(d), k, seg) * es;
-            t.all_packed += s.all_sizes[r * P + d];
-          }
-    }
-    return inner_.all_to_all_v(s.send.data(), s.send_counts, s.recv.data(), s.recv_counts,
-                               DType::U8);
+  auto issue = [&](size_t s, Slot& slot) -> Work {
+    const Step st = step(s, L);
+    const size_t recv_bytes =
+        compressed ? size_t(slot.peer_size) : part_len(counts, rank_, st.seg, seg) * es;
+    if (slot.recv.size() < recv_bytes) slot.recv.resize(recv_bytes);
+    t.sent += int64_t(slot.send_bytes);
+    t.received += int64_t(recv_bytes);
+    slot.recv_bytes = recv_bytes;
+    return exchange(slot, st, slot.send_ptr, slot.send_bytes, slot.recv.data(), recv_bytes);
   };
-  auto finish = [&](size_t k, Slot& s) {
-    const size_t n = part_len(counts, rank_, k, seg);
+  // Each element of this rank's part sums in one fixed order: its own value, then what ranks
+  // rank-1, rank-2, ... sent (one per round), in fp32; stored after the last round.
+  auto finish = [&](size_t s, Slot& slot) {
+    const Step st = step(s, L);
+    const size_t n = part_len(counts, rank_, st.seg, seg);
     if (n == 0) return;
-    float* acc = acc_.data();
-    for (size_t r = 0; r < P; ++r) {
-      const bool assign = r == 0;
-      if (int(r) == rank_) {
-        accumulate(in + (offset[r] + k * seg) * es, acc, n, dtype, assign);
-      } else if (compressed) {
-        decompress_accumulate(
-            std::span<const uint8_t>(s.recv.data() + s.src_offset[r], s.recv_counts[r]), acc, n,
-            dtype, assign, codec_.threads);
-      } else {
-        accumulate(s.recv.data() + s.src_offset[r], acc, n, dtype, assign);
-      }
-    }
-    store(acc, out + k * seg * es, n, dtype);
+    float* acc = acc_.data() + st.seg * seg;
+    if (st.round == 1)
+      accumulate(in + (L.offset[size_t(rank_)] + st.seg * seg) * es, acc, n, dtype, true);
+    if (compressed)
+      decompress_accumulate(std::span<const uint8_t>(slot.recv.data(), slot.recv_bytes), acc, n,
+                            dtype, false, codec_.threads);
+    else
+      accumulate(slot.recv.data(), acc, n, dtype, false);
+    if (st.round == P - 1) store(acc, out + st.seg * seg * es, n, dtype);
   };
-  pipeline(segments, encode, issue, finish);
+  pipeline((P - 1) * L.segments, compressed ? kCompressedAhead : kPlainAhead, encode, issue,
+           finish);
+  if (compressed) agree_totals(t, raw, packed);
   return t;
 }
 
@@ -198,72 +210,66 @@ Traffic ZipCollectives::all_gather(const void* in_v, void* out_v, std::span<cons
                                    DType dtype, bool compressed) {
   const auto* in = static_cast<const uint8_t*>(in_v);
   auto* out = static_cast<uint8_t*>(out_v);
-  const Layout L = layout(counts, dtype);
-  const size_t es = L.es, seg = L.seg, P = L.P, segments = L.segments;
-  const std::vector<size_t>& offset = L.offset;
+  const Layout L = layout(counts, dtype, compressed);
+  const size_t es = L.es, seg = L.seg, P = L.P;
   const size_t mine = counts[size_t(rank_)];
-  uint8_t* own = out + offset[size_t(rank_)] * es;
+  uint8_t* own = out + L.offset[size_t(rank_)] * es;
   if (own != in && mine > 0) std::memcpy(own, in, mine * es);
   Traffic t;
-  const int64_t size_bytes = compressed ? int64_t((P - 1) * 8) : 0;
-  auto encode = [&](size_t k, Slot& s) -> Work {
-    std::fill(s.send_counts.begin(), s.send_counts.end(), 0);
-    const size_t n = part_len(counts, rank_, k, seg);
-    size_t bytes = n * es;
-    const size_t cap = compressed ? max_compressed_bytes(n, dtype, codec_.chunk_elems) : bytes;
-    if (s.send.size() < cap * (P - 1)) s.send.resize(cap * (P - 1));
-    const uint8_t* src = in + k * seg * es;
-    if (n > 0) {
-      if (compressed)
-        bytes = compress(src, n, dtype, std::span<uint8_t>(s.send.data(), cap), codec_);
-      else
-        std::memcpy(s.send.data(), src, bytes);
-      for (size_t c = 1; c + 1 < P; ++c)
-        std::memcpy(s.send.data() + c * bytes, s.send.data(), bytes);
-    } else {
-      bytes = 0;
-    }
-    for (size_t r = 0; r < P; ++r)
-      if (int(r) != rank_) s.send_counts[r] = bytes;
+  if (P == 1) return t;
+  // Compressed, this rank's segments are encoded once (round 1) and sent from here every round.
+  const size_t mine_segments = (mine + seg - 1) / seg;
+  const size_t cap = max_compressed_bytes(seg, dtype, codec_.chunk_elems);
+  if (compressed) {
+    packed_at_.assign(mine_segments, 0);
+    if (packed_.size() < cap * mine_segments) packed_.resize(cap * mine_segments);
+  }
+  uint64_t raw = 0, packed = 0;
+  auto encode = [&](size_t s, Slot& slot) -> Work {
+    const Step st = step(s, L);
+    const size_t len = part_len(counts, rank_, st.seg, seg);
+    slot.send_ptr = in + st.seg * seg * es;
+    slot.send_bytes = len * es;
     if (!compressed) return Work();
-    s.my_sizes.assign(1, bytes);
-    s.all_sizes.resize(P);
-    const std::vector<size_t> each(P, 1);
-    return inner_.all_gather(s.my_sizes.data(), s.all_sizes.data(), each, DType::I64);
-  };
-  auto issue = [&](size_t k, Slot& s) -> Work {
-    size_t at = 0;
-    for (size_t r = 0; r < P; ++r) {
-      s.recv_counts[r] = int(r) == rank_ ? 0
-                         : compressed    ? size_t(s.all_sizes[r])
-                                         : part_len(counts, int(r), k, seg) * es;
-      s.src_offset[r] = at;
-      at += s.recv_counts[r];
-    }
-    if (s.recv.size() < at) s.recv.resize(at);
-    t.sent += int64_t(sum(s.send_counts)) + size_bytes;
-    t.received += int64_t(at) + size_bytes;
-    if (compressed)
-      for (size_t r = 0; r < P; ++r) {
-        t.all_raw += (P - 1) * part_len(counts, int(r), k, seg) * es;
-        t.all_packed += (P - 1) * s.all_sizes[r];
+    if (len > 0) {
+      uint8_t* dst = packed_.data() + st.seg * cap;
+      if (st.round == 1) {
+        packed_at_[st.seg] =
+            compress(slot.send_ptr, len, dtype, std::span<uint8_t>(dst, cap), codec_);
+        raw += (P - 1) * slot.send_bytes, packed += (P - 1) * packed_at_[st.seg];
       }
-    return inner_.all_to_all_v(s.send.data(), s.send_counts, s.recv.data(), s.recv_counts,
-                               DType::U8);
-  };
-  auto finish = [&](size_t k, Slot& s) {
-    for (size_t r = 0; r < P; ++r) {
-      const size_t n = part_len(counts, int(r), k, seg);
-      if (int(r) == rank_ || n == 0) continue;
-      uint8_t* dst = out + (offset[r] + k * seg) * es;
-      if (compressed)
-        decompress(std::span<const uint8_t>(s.recv.data() + s.src_offset[r], s.recv_counts[r]), dst,
-                   n, dtype, codec_.threads);
-      else
-        std::memcpy(dst, s.recv.data() + s.src_offset[r], n * es);
+      slot.send_ptr = dst;
+      slot.send_bytes = packed_at_[st.seg];
     }
+    t.sent += 8, t.received += 8;
+    return exchange_size(slot, st, slot.send_bytes);
   };
-  pipeline(segments, encode, issue, finish);
+  auto issue = [&](size_t s, Slot& slot) -> Work {
+    const Step st = step(s, L);
+    const size_t n = part_len(counts, st.from, st.seg, seg);
+    uint8_t* dst = out + (L.offset[size_t(st.from)] + st.seg * seg) * es;
+    t.sent += int64_t(slot.send_bytes);
+    if (!compressed) {  // straight into place
+      t.received += int64_t(n * es);
+      return exchange(slot, st, slot.send_ptr, slot.send_bytes, dst, n * es);
+    }
+    slot.recv_bytes = size_t(slot.peer_size);
+    if (slot.recv.size() < slot.recv_bytes) slot.recv.resize(slot.recv_bytes);
+    t.received += int64_t(slot.recv_bytes);
+    return exchange(slot, st, slot.send_ptr, slot.send_bytes, slot.recv.data(), slot.recv_bytes);
+  };
+  auto finish = [&](size_t s, Slot& slot) {
+    if (!compressed) return;
+    const Step st = step(s, L);
+    const size_t n = part_len(counts, st.from, st.seg, seg);
+    if (n == 0) return;
+    uint8_t* dst = out + (L.offset[size_t(st.from)] + st.seg * seg) * es;
+    decompress(std::span<const uint8_t>(slot.recv.data(), slot.recv_bytes), dst, n, dtype,
+               codec_.threads);
+  };
+  pipeline((P - 1) * L.segments, compressed ? kCompressedAhead : kPlainAhead, encode, issue,
+           finish);
+  if (compressed) agree_totals(t, raw, packed);
   return t;
 }
 

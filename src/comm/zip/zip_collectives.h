@@ -1,12 +1,19 @@
 // The zip decorator's collective algorithms, run synchronously on its worker thread over the
 // wrapped communicator's asynchronous operations, each plain (uncompressed) or compressed:
-//   reduce_scatter = one all-to-all-v per segment (part r to rank r), then a local fp32 sum of
-//                    the received parts in rank order (own part in its place);
-//   all_gather     = one all-to-all-v per segment (own part to every rank);
+// both as pairwise exchange: in round j = 1..P-1 rank r sends to r+j and receives from r-j, so
+// each rank has one flow out and one in (several flows through one link lose to each other: an
+// all-to-all of every peer at once reached 80% of an emulated 1 Gbit/s link at 4 ranks, one flow
+// per rank 95%). Rounds are split into segments; a step is one segment of one round, one
+// all-to-all-v of the inner backend, and steps are round-major (one peer for a whole round).
+//   reduce_scatter = rank r sends part r+j in round j and adds what r-j sent to its fp32
+//                    accumulator of part r (own values first, then rounds 1..P-1 in order);
+//   all_gather     = rank r sends its own part in every round, received straight into place;
 //   all_reduce     = that reduce-scatter over near-equal parts, then that all-gather.
-// Compressed, a segment's parts are zip messages (codec.h) whose sizes travel first in a small
-// all-gather, so every rank also knows every message's size. Segments pipeline: segment k+1 is
-// encoded while segment k is on the wire, and segment k decoded while k+1 is.
+// Compressed, each message is a zip message (codec.h) whose size the receiver learns in a
+// one-number exchange before the step; all_gather encodes its own part once; each operation
+// ends with a sum of the raw and compressed totals, so every rank knows the same ratio. Steps
+// pipeline: while step s is awaited, the next kSlots - 1 are encoded and on the wire, and step s
+// is decoded while they travel.
 // Invariants: the plain and the compressed path of an operation produce the same bits (the codec
 // is lossless and both sum the same fp32 values in the same order); every rank runs the same
 // sequence of wrapped operations.
@@ -32,8 +39,9 @@ struct Traffic {
 
 class ZipCollectives {
  public:
-  // segment_bytes: raw bytes of one part per pipeline segment.
-  ZipCollectives(Communicator& inner, size_t segment_bytes, const CodecOptions& codec);
+  // segment_bytes / plain_segment_bytes: raw bytes of one compressed / uncompressed step.
+  ZipCollectives(Communicator& inner, size_t segment_bytes, size_t plain_segment_bytes,
+                 const CodecOptions& codec);
 
   Traffic reduce_scatter(const void* in, void* out, std::span<const size_t> counts, DType dtype,
                          bool compressed);
@@ -42,29 +50,50 @@ class ZipCollectives {
   Traffic all_reduce(void* buf, size_t n, DType dtype, bool compressed);
 
  private:
-  struct Slot {
-    std::vector<uint8_t> send, recv;
-    std::vector<size_t> send_counts, recv_counts;  // bytes per rank
-    std::vector<uint64_t> my_sizes, all_sizes;     // compressed sizes: mine, all ranks'
-    std::vector<size_t> src_offset;                // where each source's bytes start in recv
+  struct Slot {                      // one step in the pipeline
+    const void* send_ptr = nullptr;  // what this step sends (the input itself when plain)
+    size_t send_bytes = 0, recv_bytes = 0;
+    std::vector<uint8_t> send, recv;               // compressed bytes; received bytes
+    std::vector<size_t> send_counts, recv_counts;  // bytes per rank (one peer each)
+    int64_t my_size = 0, peer_size = 0;            // compressed: the sizes exchanged
   };
-  template <class Encode, class Issue, class Finish>
-  void pipeline(size_t segments, Encode encode, Issue issue, Finish finish);
-  size_t segment_elems(DType dtype) const;
-  // Element size, segment length, world, segment count and each rank's offset for counts.
+  // Step s of an operation: round 1..P-1 sends segment seg to rank + round and receives it
+  // from rank - round (pairwise exchange, one flow out and one in per rank at a time).
+  struct Step {
+    size_t round = 0, seg = 0;
+    int to = 0, from = 0;
+  };
+  // Element size, segment length, world, segments of the longest part, each rank's offset.
   struct Layout {
     size_t es = 0, seg = 0, P = 0, segments = 0;
     std::vector<size_t> offset;
   };
-  Layout layout(std::span<const size_t> counts, DType dtype) const;
+  template <class Encode, class Issue, class Finish>
+  void pipeline(size_t steps, size_t ahead, Encode encode, Issue issue, Finish finish);
+  size_t segment_elems(DType dtype, bool compressed) const;
+  Layout layout(std::span<const size_t> counts, DType dtype, bool compressed) const;
+  Step step(size_t s, const Layout& L) const;  // steps are round-major
+  Work exchange(Slot& slot, const Step& st, const void* send, size_t bytes, void* recv,
+                size_t recv_bytes);
+  Work exchange_size(Slot& slot, const Step& st, size_t bytes);
+  void agree_totals(Traffic& t, uint64_t raw, uint64_t packed);
 
   Communicator& inner_;
-  size_t segment_bytes_;
+  size_t segment_bytes_, plain_segment_bytes_;
   CodecOptions codec_;
   int rank_, world_;
-  Slot slots_[2];
-  std::vector<float> acc_;
-  std::vector<uint8_t> reduced_;  // all_reduce: this rank's reduced part
+  // Measured under an emulated 1 Gbit/s link at 2-4 ranks (docs/PERF.md): plain steps of
+  // 512 KiB, 15 on the wire, keep one TCP flow busy across step boundaries; compressed steps
+  // of 1 MiB, 5 ahead (deeper only adds encoding that the cores cannot overlap).
+  static constexpr size_t kSlots = 16;
+  static constexpr size_t kPlainAhead = 15,
+                          kCompressedAhead = 5;  // segments in the pipeline at once
+  Slot slots_[kSlots];
+  std::vector<float> acc_;         // reduce_scatter: this rank's part, fp32, across rounds
+  std::vector<uint8_t> packed_;    // all_gather: this rank's compressed segments
+  std::vector<size_t> packed_at_;  // all_gather: their sizes
+  int64_t totals_[2] = {0, 0};     // agree_totals: raw, packed
+  std::vector<uint8_t> reduced_;   // all_reduce: this rank's reduced part
 };
 
 }  // namespace gossamer::comm::zip

@@ -73,7 +73,7 @@ double measure_link_gbps(Communicator& comm) {
 ZipCommunicator::ZipCommunicator(std::unique_ptr<Communicator> inner, const ZipOptions& options)
     : inner_(std::move(inner)),
       options_(options),
-      collectives_(*inner_, options.segment_bytes, options.codec) {
+      collectives_(*inner_, options.segment_bytes, options.plain_segment_bytes, options.codec) {
   GOSSAMER_CHECK(!inner_->device_buffers(),
                  "parallel.compression: the %s backend moves device buffers; the CPU codec needs "
                  "host buffers (a CUDA codec belongs to the CUDA backend)",

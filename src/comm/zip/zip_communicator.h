@@ -37,10 +37,11 @@ namespace gossamer::comm::zip {
 
 struct ZipOptions {
   Compression mode = Compression::COMPRESSION_ADAPTIVE;
-  size_t min_bytes = size_t{256} << 10;    // smaller messages are never compressed
-  double link_gbps = 0;                    // 0: measured at construction
-  double codec_gbps = 0;                   // 0: measured at construction
-  size_t segment_bytes = size_t{1} << 20;  // raw bytes per part per pipeline segment
+  size_t min_bytes = size_t{256} << 10;            // smaller messages are never compressed
+  double link_gbps = 0;                            // 0: measured at construction
+  double codec_gbps = 0;                           // 0: measured at construction
+  size_t segment_bytes = size_t{1} << 20;          // raw bytes per compressed pipeline step
+  size_t plain_segment_bytes = size_t{512} << 10;  // raw bytes per uncompressed pipeline step
   CodecOptions codec;
 };
 
