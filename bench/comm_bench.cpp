@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "comm/bf16.h"
@@ -21,6 +20,7 @@
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "core/timer.h"
 #ifdef GOSSAMER_HAVE_NCCL
 #include "comm/nccl_device.h"
@@ -242,9 +242,8 @@ struct Bench {
   // Gaussian values (sigma 0.02, fixed seed per rank) in the first n elements of a.
   void fill_gaussian(size_t n_elems) {
     uint8_t* h = a.host_view(staging.data());
-    std::mt19937 rng(uint32_t(1234 + rank));
-    std::normal_distribution<float> normal(0.0f, 0.02f);
-    for (size_t i = 0; i < n_elems; ++i) store(h, dtype, i, normal(rng));
+    Rng rng(1234, uint64_t(rank));
+    for (size_t i = 0; i < n_elems; ++i) store(h, dtype, i, float(0.02 * rng.normal()));
     a.upload(h, n_elems * es);
   }
 

@@ -7,8 +7,10 @@
 #   2. `gossamer bench` training steps of the study model (configs/study-model.json) with
 #      parallel.comm_dtype bf16 at 2 and 4 ranks, compression off vs adaptive, under the emulated
 #      link and on shared memory (where adaptive must bypass).
-# Needs root (network namespaces). Benchmark on a quiet machine. Writes OUT_DIR/*.txt; a result
-# file that exists is kept (delete it to measure again), so an interrupted run resumes.
+# Every cell runs REPEATS times (environment, default 3); the summary printed last gives each
+# cell's median. Needs root (network namespaces). Benchmark on a quiet machine. Writes
+# OUT_DIR/*-runN.txt; a result file that exists is kept (delete it to measure again), so an
+# interrupted run resumes.
 #   scripts/bench-compression.sh [BUILD_DIR (build)] [OUT_DIR (runs/bench-compression)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,10 +30,12 @@ shared() {  # NP ARGS...: gossamer ARGS over shared memory
 }
 
 # fp32 at 4 ranks: the uncompressed baseline; bf16 at 4 and 2 ranks: compression.
+repeats="${REPEATS:-3}"
+for rep in $(seq 1 "$repeats"); do
 for run in 4:bf16:off 4:bf16:plain 4:bf16:on 4:fp32:off 4:fp32:plain 2:bf16:off 2:bf16:plain \
            2:bf16:on; do
   IFS=: read -r np dtype mode <<<"$run"
-  f="$out/comm-np$np-$dtype-$mode.txt"
+  f="$out/comm-np$np-$dtype-$mode-run$rep.txt"
   [[ -s "$f" ]] && { echo "== kept $f"; continue; }  # complete: written as .part, then moved
   echo "== bench comm: $np ranks, $dtype, compression $mode -> $f"
   emulated "$np" bench comm --compression "$mode" --dtype "$dtype" \
@@ -45,7 +49,7 @@ step=(bench -c configs/study-model.json --steps 8 --warmup 2 --set parallel.comm
 for run in 4:emulated 2:emulated 4:shared; do
   IFS=: read -r np where <<<"$run"
   for mode in off adaptive; do
-    f="$out/step-np$np-$where-$mode.txt"
+    f="$out/step-np$np-$where-$mode-run$rep.txt"
     [[ -s "$f" ]] && { echo "== kept $f"; continue; }
     echo "== training step: $np ranks, $where, compression $mode -> $f"
     "$where" "$np" "${step[@]}" --set "parallel.compression=$mode" >"$f.part" 2>&1
@@ -53,3 +57,7 @@ for run in 4:emulated 2:emulated 4:shared; do
     grep -E '^\|' "$f" | tail -n 1 || true
   done
 done
+done  # repeats
+
+echo "== medians over $repeats run(s) (scripts/summarize-compression.py $out)"
+python3 scripts/summarize-compression.py "$out"

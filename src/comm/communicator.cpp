@@ -120,7 +120,10 @@ void Work::wait() {
     throw;
   }
   if (comm_) comm_->mutable_stats()[kind_].seconds_waited += watch.seconds();
-  if (completed) return;
+  if (completed) {
+    if (comm_) comm_->settle_stats();
+    return;
+  }
   const std::string context =
       comm_->context().empty() ? std::string() : strprintf(" (%s)", comm_->context().c_str());
   std::string absent = comm_->absent_peers();

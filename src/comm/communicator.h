@@ -169,9 +169,12 @@ class Communicator {
   void set_context(std::string context) { context_ = std::move(context); }
   const std::string& context() const { return context_; }
 
-  // Virtual: a decorator folds in what its worker thread learned (zip: wire bytes).
-  virtual const CommStats& stats() const { return stats_; }
+  const CommStats& stats() const { return stats_; }
   CommStats& mutable_stats() { return stats_; }
+  // Called by Work::wait() on the issuing thread once an operation has completed: a backend
+  // whose worker thread learns counts only while running an operation (the zip decorator: wire
+  // bytes after compression) folds them into stats_ here, so stats_ stays single-threaded.
+  virtual void settle_stats() {}
 
  protected:
   CommStats stats_;

@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <random>
 
 #include "comm/bf16.h"
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "core/timer.h"
 
 namespace gossamer::comm::zip {
@@ -35,9 +35,8 @@ double initial_ratio(DType dtype) {
 double measure_codec_gbps(const CodecOptions& codec) {
   const size_t n = size_t{1} << 21;
   std::vector<uint16_t> data(n);
-  std::mt19937 rng(12345);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  for (auto& x : data) x = float_to_bf16(normal(rng));
+  Rng rng(12345);
+  for (auto& x : data) x = float_to_bf16(float(0.02 * rng.normal()));
   std::vector<uint8_t> packed(max_compressed_bytes(n, DType::BF16, codec.chunk_elems));
   std::vector<uint16_t> back(n);
   double best = 0;
@@ -334,18 +333,16 @@ void ZipCommunicator::abort(int exit_code, const std::string& message) {
   std::abort();  // not reached: the wrapped backend's abort does not return
 }
 
-const CommStats& ZipCommunicator::stats() const {
+void ZipCommunicator::settle_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& merged = const_cast<CommStats&>(stats_);  // folds in the worker's corrections
   for (int i = 0; i < kNumKinds; ++i) {
-    KindStats& to = merged.kinds[size_t(i)];
-    KindStats& from = const_cast<KindStats&>(worker_delta_.kinds[size_t(i)]);
+    KindStats& to = stats_.kinds[size_t(i)];
+    KindStats& from = worker_delta_.kinds[size_t(i)];
     to.bytes_sent += from.bytes_sent;
     to.bytes_received += from.bytes_received;
     to.compressed_calls += from.compressed_calls;
     from = KindStats{};
   }
-  return stats_;
 }
 
 std::vector<std::string> ZipCommunicator::decisions() const {

@@ -77,7 +77,7 @@ class ZipCommunicator final : public Communicator {
   void barrier() override;
   [[noreturn]] void abort(int exit_code, const std::string& message) override;
   std::string absent_peers() override { return inner_->absent_peers(); }
-  const CommStats& stats() const override;
+  void settle_stats() override;
 
   const ZipOptions& options() const { return options_; }
   double link_gbps() const { return link_gbps_; }
