@@ -39,23 +39,34 @@ TEST(CompressionPolicy, ModesAndBypass) {
 }
 
 TEST(CompressionPolicy, ModelMatchesHandComputedTimes) {
-  // Reduce-scatter of M = 16 MB on 4 ranks: wire 12 MB, codec 24 MB.
+  // Reduce-scatter of M = 16 MB on 4 ranks: wire 12 MB, codec 24 MB, part 4 MB, S = 1 MiB:
+  // the wire bounds (12e6 / 1.5 B > 24e6 / C), plus one step encoded first and one decoded last.
+  const double fill = 2.0 * (1 << 20) / 2e9;
   const Decision d = decide(inputs(Kind::REDUCE_SCATTER, 16000000, 0.125, 2.0, 1.5));
   EXPECT_DOUBLE_EQ(d.native_s, 12e6 / 0.125e9);
-  EXPECT_DOUBLE_EQ(d.compressed_s, 12e6 / (1.5 * 0.125e9) + 24e6 / 2e9);
+  EXPECT_DOUBLE_EQ(d.compressed_s, 12e6 / (1.5 * 0.125e9) + fill);
   EXPECT_EQ(d.path, Path::COMPRESSED);
-  // All-gather: wire 12 MB, codec 4 + 12 MB; all-reduce: wire 24 MB, codec 36 + 4 MB.
+  // All-gather: wire 12 MB, codec 4 + 12 MB; all-reduce: both phases.
   const Decision g = decide(inputs(Kind::ALL_GATHER, 16000000, 0.125, 2.0, 1.5));
-  EXPECT_DOUBLE_EQ(g.compressed_s, 12e6 / (1.5 * 0.125e9) + 16e6 / 2e9);
+  EXPECT_DOUBLE_EQ(g.compressed_s, 12e6 / (1.5 * 0.125e9) + fill);
   const Decision a = decide(inputs(Kind::ALL_REDUCE, 16000000, 0.125, 2.0, 1.5));
   EXPECT_DOUBLE_EQ(a.native_s, 24e6 / 0.125e9);
-  EXPECT_DOUBLE_EQ(a.compressed_s, 24e6 / (1.5 * 0.125e9) + 40e6 / 2e9);
+  EXPECT_DOUBLE_EQ(a.compressed_s, 2 * (12e6 / (1.5 * 0.125e9) + fill));
+  // A slow codec bounds instead: reduce-scatter at C = 0.2 GB/s, 24e6 / C > 12e6 / (1.5 B).
+  const Decision slow = decide(inputs(Kind::REDUCE_SCATTER, 16000000, 0.125, 0.2, 1.5));
+  EXPECT_DOUBLE_EQ(slow.compressed_s, 24e6 / 0.2e9 + 2.0 * (1 << 20) / 0.2e9);
+  EXPECT_EQ(slow.path, Path::NATIVE);
+  // Parts smaller than a step: the fill is the part.
+  const Decision tiny = decide(inputs(Kind::REDUCE_SCATTER, 2000000, 0.125, 2.0, 1.5));
+  EXPECT_DOUBLE_EQ(tiny.compressed_s, 1.5e6 / (1.5 * 0.125e9) + 2.0 * 500000 / 2e9);
 }
 
 TEST(CompressionPolicy, BreakEvenRatioAndFastLinks) {
-  // Reduce-scatter: compressed wins when 1/ratio + 2B/C < 1 - margin.
+  // Reduce-scatter, wire-bound: compressed wins when 1/ratio + fill share < 1 - margin.
   const double link = 0.125, codec = 2.0;
-  const double break_even = 1.0 / (1.0 - kAdaptiveMargin - 2 * link / codec);
+  const double spread = 0.75 * double(64 << 20);
+  const double fill_share = (2.0 * (1 << 20) / (codec * 1e9)) / (spread / (link * 1e9));
+  const double break_even = 1.0 / (1.0 - kAdaptiveMargin - fill_share);
   EXPECT_EQ(decide(inputs(Kind::REDUCE_SCATTER, 64 << 20, link, codec, break_even * 1.01)).path,
             Path::COMPRESSED);
   EXPECT_EQ(decide(inputs(Kind::REDUCE_SCATTER, 64 << 20, link, codec, break_even * 0.99)).path,

@@ -1,11 +1,14 @@
 // The compression policy of the zip decorator: for each eligible collective (sum all-reduce,
 // sum reduce-scatter, all-gather of bf16 or fp32), whether it runs on the wrapped backend's own
 // collective ("native"), the decorator's uncompressed algorithm ("plain") or compressed, from the
-// configured mode, the message size and an alpha-beta cost model (docs/COMM.md):
-//   wire(kind)  = bytes this rank sends: RS (P-1)/P*M, AG (P-1)/P*M, AR 2(P-1)/P*M
-//   codec(kind) = raw bytes this rank encodes + decodes: RS 2(P-1)/P*M, AG M/P + (P-1)/P*M,
-//                 AR the sum of both
-//   T_native = wire / B,   T_compressed = wire / (ratio * B) + codec / C
+// configured mode, the message size and a bandwidth cost model (docs/COMM.md), for a message of
+// M bytes on P ranks:
+//   native:     T = wire / B, wire = bytes this rank sends: RS and AG (P-1)/P*M, AR twice that
+//   compressed: per phase (RS, AG; AR = RS then AG)
+//               T = max(wire / (ratio * B), codec / C) + 2 * min(S, M/P) / C
+//               codec = raw bytes this rank encodes + decodes: RS 2(P-1)/P*M, AG M/P + (P-1)/P*M;
+//               the wire and the codec overlap (pipelined steps) but for the first step's
+//               encoding and the last one's decoding, S = the compressed step's raw bytes
 // with B the link's bandwidth, C the codec's throughput and ratio the last measured ratio for the
 // kind and dtype. Adaptive compresses when T_compressed < (1 - kAdaptiveMargin) * T_native.
 // Invariant: decide() is a pure function of its arguments, and the decorator feeds it only values
@@ -37,10 +40,11 @@ struct PolicyInputs {
   Kind kind = Kind::ALL_REDUCE;  // ALL_REDUCE, REDUCE_SCATTER or ALL_GATHER
   size_t bytes = 0;              // the whole message (sum over ranks' parts)
   int world = 1;
-  size_t min_bytes = 0;   // below: never compressed
-  double link_gbps = 0;   // B in GB/s (1e9 bytes/s)
-  double codec_gbps = 0;  // C in GB/s of raw bytes (encode and decode alike)
-  double ratio = 1;       // expected compression ratio
+  size_t min_bytes = 0;                    // below: never compressed
+  double link_gbps = 0;                    // B in GB/s (1e9 bytes/s)
+  double codec_gbps = 0;                   // C in GB/s of raw bytes (encode and decode alike)
+  double ratio = 1;                        // expected compression ratio
+  size_t segment_bytes = size_t{1} << 20;  // S: raw bytes of one compressed pipeline step
 };
 
 struct Decision {

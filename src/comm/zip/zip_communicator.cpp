@@ -51,14 +51,15 @@ double measure_codec_gbps(const CodecOptions& codec) {
 }
 
 // Bytes per second one rank sends to its ring neighbour while receiving from the other one,
-// in GB/s: the best of three exchanges of 8 MiB after one untimed (a busy machine only slows an
-// exchange down, so the fastest is the closest to the link).
+// in GB/s: the best of seven exchanges of 8 MiB after one untimed, each after a barrier (a busy
+// machine or a late peer only slows an exchange down, so the fastest is the closest to the link).
 double measure_link_gbps(Communicator& comm) {
   const size_t bytes = size_t{8} << 20;
   std::vector<uint8_t> out(bytes, 1), in(bytes);
   const int p = comm.size(), r = comm.rank();
   double best = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 8; ++i) {
+    comm.barrier();
     Stopwatch watch;
     comm.sendrecv(out.data(), bytes, (r + 1) % p, in.data(), bytes, (r + p - 1) % p, DType::U8)
         .wait();
@@ -180,6 +181,7 @@ void ZipCommunicator::run_eligible(Kind kind, size_t bytes, DType dtype, ByteCou
   in.link_gbps = link_gbps_;
   in.codec_gbps = codec_gbps_;
   in.ratio = ratio_[key];
+  in.segment_bytes = options_.segment_bytes;
   const Decision d = decide(in);
   const auto seen_key = std::make_tuple(int(kind), int(dtype), bytes, int(d.path));
   if (!seen_.count(seen_key) && seen_.size() < kMaxLoggedDecisions) {
