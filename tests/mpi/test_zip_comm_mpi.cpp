@@ -268,6 +268,40 @@ TEST(ZipComm, AdaptiveDecisionsAreTheSameOnEveryRank) {
   }
 }
 
+// Adaptive steps aside when the codec cannot beat the link at any ratio (shared memory): the
+// agreed speeds decide, identically on every rank, and the wrapped backend comes back whole.
+TEST(ZipComm, AdaptiveStepsAsideWhenCompressionCannotPay) {
+  struct Case {
+    double link, codec;
+    bool never;
+  };
+  // codec/wire is at least P/(P-1) (all-gather): link >= codec never pays; a slow link may.
+  for (const Case& c : {Case{2.0, 1.0, true}, Case{1.0, 1.0, true}, Case{0.125, 1.0, false},
+                        Case{0.4, 1.0, false}}) {
+    ZipOptions options;
+    options.link_gbps = c.link;
+    options.codec_gbps = c.codec;
+    auto zip = make_zip(Compression::COMPRESSION_ADAPTIVE, options);
+    EXPECT_EQ(zip->compression_never_pays(), c.never) << "link " << c.link << " codec " << c.codec;
+    int mine = zip->compression_never_pays() ? 1 : 0, all = mine;
+    g_mpi->all_reduce(&all, 1, DType::I32, ReduceOp::SUM).wait();
+    EXPECT_EQ(all, mine * g_mpi->size());
+  }
+  ZipOptions fast;
+  fast.link_gbps = 5.0;
+  fast.codec_gbps = 1.0;
+  auto zip = make_zip(Compression::COMPRESSION_ON, fast);
+  EXPECT_FALSE(zip->compression_never_pays());  // only adaptive steps aside
+  fast.mode = Compression::COMPRESSION_ADAPTIVE;
+  std::unique_ptr<Communicator> back =
+      wrap_with_compression(make_communicator("mpi", BufferLocation::BUFFER_LOCATION_HOST), fast);
+  EXPECT_EQ(dynamic_cast<ZipCommunicator*>(back.get()), nullptr);
+  EXPECT_STREQ(back->backend(), "mpi");
+  int one = 1;
+  back->all_reduce(&one, 1, DType::I32, ReduceOp::SUM).wait();
+  EXPECT_EQ(one, g_mpi->size());
+}
+
 TEST(ZipComm, OtherOperationsPassThrough) {
   const int world = g_mpi->size(), rank = g_mpi->rank();
   auto zip = make_zip(Compression::COMPRESSION_ON);

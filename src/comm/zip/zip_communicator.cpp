@@ -352,10 +352,47 @@ std::vector<std::string> ZipCommunicator::decisions() const {
   return decisions_;
 }
 
+bool ZipCommunicator::compression_never_pays() const {
+  if (options_.mode != Compression::COMPRESSION_ADAPTIVE || size() < 2) return false;
+  // The best case of the model: the largest message (the fill is a vanishing share) and a ratio
+  // that makes the wire time nothing; if even that keeps the backend's own, nothing can pay.
+  for (Kind kind : {Kind::ALL_REDUCE, Kind::REDUCE_SCATTER, Kind::ALL_GATHER}) {
+    PolicyInputs in;
+    in.mode = Compression::COMPRESSION_ADAPTIVE;
+    in.kind = kind;
+    in.bytes = size_t{1} << 40;
+    in.world = size();
+    in.link_gbps = link_gbps_;
+    in.codec_gbps = codec_gbps_;
+    in.ratio = 1e30;
+    in.segment_bytes = options_.segment_bytes;
+    if (decide(in).path != Path::NATIVE) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Communicator> ZipCommunicator::release_inner() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t calls = 0;
+  for (const KindStats& k : stats_.kinds) calls += k.calls;
+  GOSSAMER_CHECK(queue_.empty() && !busy_ && calls == 0,
+                 "zip: release_inner after operations were issued");
+  return std::move(inner_);
+}
+
 std::unique_ptr<Communicator> wrap_with_compression(std::unique_ptr<Communicator> inner,
                                                     const ZipOptions& options) {
   if (options.mode == Compression::COMPRESSION_OFF) return inner;
   auto zip = std::make_unique<ZipCommunicator>(std::move(inner), options);
+  if (zip->compression_never_pays()) {
+    if (zip->rank() == 0)
+      log_info(
+          "zip: parallel.compression = adaptive: the codec (%.2f GB/s) cannot beat this link "
+          "(%.3f GB/s) at any ratio, so no call would be compressed; the %s backend runs "
+          "every collective directly",
+          zip->codec_gbps(), zip->link_gbps(), zip->backend());
+    return zip->release_inner();
+  }
   if (zip->rank() == 0)
     log_info(
         "zip: parallel.compression = %s over the %s backend (sum all-reduce, sum "

@@ -80,6 +80,12 @@ class ZipCommunicator final : public Communicator {
   void settle_stats() override;
 
   const ZipOptions& options() const { return options_; }
+  // Adaptive: true when no call could ever pay on the agreed speeds (the codec alone would take
+  // longer than the backend's own collective, at any ratio and size), identical on every rank.
+  bool compression_never_pays() const;
+  // Hands the wrapped communicator back; only before any operation was issued. This object is
+  // then only destroyed.
+  std::unique_ptr<Communicator> release_inner();
   double link_gbps() const { return link_gbps_; }
   double codec_gbps() const { return codec_gbps_; }
   // Every distinct decision taken so far ("all_reduce bf16 2097152 B -> compressed ..."), in
