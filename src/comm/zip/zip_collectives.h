@@ -7,13 +7,14 @@
 // all-to-all-v of the inner backend, and steps are round-major (one peer for a whole round).
 //   reduce_scatter = rank r sends part r+j in round j and adds what r-j sent to its fp32
 //                    accumulator of part r (own values first, then rounds 1..P-1 in order);
-//   all_gather     = rank r sends its own part in every round, received straight into place;
+//   all_gather     = rank r sends its own part in every round (plain: received straight into
+//                    place);
 //   all_reduce     = that reduce-scatter over near-equal parts, then that all-gather.
 // Compressed, each message is a zip message (codec.h) whose size the receiver learns in a
 // one-number exchange before the step; all_gather encodes its own part once; each operation
 // ends with a sum of the raw and compressed totals, so every rank knows the same ratio. Steps
-// pipeline: while step s is awaited, the next kSlots - 1 are encoded and on the wire, and step s
-// is decoded while they travel.
+// pipeline: while step s is awaited, the next ones (kPlainAhead / kCompressedAhead) are encoded
+// and on the wire, and step s is decoded while they travel.
 // Invariants: the plain and the compressed path of an operation produce the same bits (the codec
 // is lossless and both sum the same fp32 values in the same order); every rank runs the same
 // sequence of wrapped operations.
