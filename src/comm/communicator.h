@@ -174,6 +174,7 @@ class Communicator {
   // Called by Work::wait() on the issuing thread once an operation has completed: a backend
   // whose worker thread learns counts only while running an operation (the zip decorator: wire
   // bytes after compression) folds them into stats_ here, so stats_ stays single-threaded.
+  // Counts of an operation that was never waited on are therefore not settled.
   virtual void settle_stats() {}
 
  protected:

@@ -150,7 +150,8 @@ void MpiCommunicator::start(Op op) {
     try {
       post_all_to_all(f);
     } catch (const std::exception& e) {
-      finish(f.op, record_failure(f.op, e));
+      in_flight_.push_back(std::move(f));
+      fail_in_flight(record_failure(in_flight_.back().op, e));
       return;
     }
     in_flight_.push_back(std::move(f));
@@ -175,17 +176,31 @@ bool MpiCommunicator::progress_in_flight() {
       ++it;
       continue;
     }
-    std::string error;
     try {
       check_all_to_all(*it, rc);
     } catch (const std::exception& e) {
-      error = record_failure(it->op, e);
+      fail_in_flight(record_failure(it->op, e));
+      return true;
     }
-    finish(it->op, std::move(error));
+    finish(it->op, "");
     it = in_flight_.erase(it);
     any = true;
   }
   return any;
+}
+
+// After a failure every all_to_all_v still in flight fails too: its pending transfers are
+// cancelled and freed, so no stale receive matches a later message between the same pair.
+void MpiCommunicator::fail_in_flight(const std::string& error) {
+  for (InFlight& f : in_flight_) {
+    for (MPI_Request& request : f.requests)
+      if (request != MPI_REQUEST_NULL) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+      }
+    finish(f.op, error.empty() ? failed_ : error);
+  }
+  in_flight_.clear();
 }
 
 void MpiCommunicator::finish(const Op& op, std::string error) {

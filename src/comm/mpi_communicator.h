@@ -10,7 +10,9 @@
 // complete in that order; an all_to_all_v posts every piece to and from every peer and stays in
 // flight (up to kMaxInFlight of them) while the worker starts the next operations, so a
 // pipelined caller keeps several on the wire; it may complete after operations issued later.
-// A failed operation fails every later one (the ranks' sequences no longer match). Counts above
+// After a failure every operation started later fails without running, and every all_to_all_v
+// still in flight fails with it, its transfers cancelled (the ranks' sequences no longer
+// match); operations that completed before the failure was seen keep their result. Counts above
 // the chunk limit are split into several MPI calls, so counts beyond INT_MAX elements work.
 // Point-to-point waits test and yield instead of spinning, leaving the core to computation and
 // the zip codec.
@@ -100,7 +102,8 @@ class MpiCommunicator final : public Communicator {
   void worker_loop();
   void start(Op op);          // all_to_all_v: posted into in_flight_; others: run, finish
   bool progress_in_flight();  // tests in_flight_, finishes what completed; true if any
-  void finish(const Op& op, std::string error);  // completes the Work, counts it
+  void fail_in_flight(const std::string& error);  // cancels and fails every op in flight
+  void finish(const Op& op, std::string error);   // completes the Work, counts it
   std::string record_failure(const Op& op, const std::exception& e);  // sets failed_ once
   void execute(const Op& op);
   void run_reduce_scatter(const Op& op);

@@ -151,9 +151,9 @@ TEST(MpiBackend, ChunkedAllToAll) {
   mpi->set_max_chunk_bytes(size_t{1} << 30);
 }
 
-// all_to_all_v stays in flight while later operations start: 40 of them (more than the worker
-// keeps in flight at once) issued without waiting, an all_reduce between every tenth, all
-// awaited in reverse order; every part lands where its own operation put it (consecutive
+// all_to_all_v stays in flight while later operations start: 40 of them (more than the worker's
+// limit, should they all stay in flight) issued without waiting, an all_reduce between every
+// tenth, all awaited in reverse order; every part lands where its own operation put it (consecutive
 // operations between one pair match in issue order).
 TEST(MpiBackend, AllToAllInFlightWithLaterOperations) {
   Communicator& c = *g_mpi;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "comm/bf16.h"
+#include "comm/byte_accounting.h"
 #include "comm/op_args.h"
 #include "core/error.h"
 
@@ -107,11 +108,20 @@ void ZipCollectives::pipeline(size_t steps, size_t ahead, Encode encode, Issue i
     sizes.wait();
     data[s % kSlots] = issue(s, slot);
   };
-  for (size_t s = 0; s < std::min(steps, ahead); ++s) start(s);
-  for (size_t s = 0; s < steps; ++s) {
-    data[s % kSlots].wait();
-    if (s + ahead < steps) start(s + ahead);
-    finish(s, slots_[s % kSlots]);
+  try {
+    for (size_t s = 0; s < std::min(steps, ahead); ++s) start(s);
+    for (size_t s = 0; s < steps; ++s) {
+      data[s % kSlots].wait();
+      if (s + ahead < steps) start(s + ahead);
+      finish(s, slots_[s % kSlots]);
+    }
+  } catch (...) {
+    // Steps still on the wire read and write the caller's buffers: let them end first.
+    for (Work& w : data) try {
+        w.wait();
+      } catch (...) {
+      }
+    throw;
   }
 }
 
@@ -141,7 +151,8 @@ void ZipCollectives::agree_totals(Traffic& t, uint64_t raw, uint64_t packed) {
   totals_[0] = raw, totals_[1] = packed;
   inner_.all_reduce(totals_, 2, DType::I64, ReduceOp::SUM).wait();
   t.all_raw = totals_[0], t.all_packed = totals_[1];
-  t.sent += 16, t.received += 16;
+  const ByteCount b = all_reduce_bytes(2, DType::I64, world_);
+  t.sent += b.sent, t.received += b.received;
 }
 
 Traffic ZipCollectives::reduce_scatter(const void* in_v, void* out_v,

@@ -88,6 +88,8 @@ class ZipCollectives {
   // of 1 MiB, 5 ahead (1, 2 and 5 measured alike). kSlots: steps in the pipeline at once.
   static constexpr size_t kSlots = 16;
   static constexpr size_t kPlainAhead = 15, kCompressedAhead = 5;
+  static_assert(kPlainAhead < kSlots && kCompressedAhead < kSlots,
+                "a step's slot is busy until finished");
   Slot slots_[kSlots];
   std::vector<float> acc_;         // reduce_scatter: this rank's part, fp32, across rounds
   std::vector<uint8_t> packed_;    // all_gather: this rank's compressed segments

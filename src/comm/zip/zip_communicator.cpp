@@ -377,6 +377,7 @@ std::unique_ptr<Communicator> ZipCommunicator::release_inner() {
   for (const KindStats& k : stats_.kinds) calls += k.calls;
   GOSSAMER_CHECK(queue_.empty() && !busy_ && calls == 0,
                  "zip: release_inner after operations were issued");
+  inner_->mutable_stats() = CommStats{};  // the start-up probes are not the run's traffic
   return std::move(inner_);
 }
 
