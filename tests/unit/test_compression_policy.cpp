@@ -78,5 +78,27 @@ TEST(CompressionPolicy, BreakEvenRatioAndFastLinks) {
   EXPECT_EQ(decide(inputs(Kind::ALL_REDUCE, 64 << 20, 0.0, 2.0, 1.5)).path, Path::NATIVE);
 }
 
+TEST(CompressionPolicy, CanEverPayIsTheBestCaseOfDecide) {
+  // The closed form against decide() with a huge message and ratio, around the threshold
+  // C = B P/(P-1) / 0.95, for every kind (the all-gather is the first to pay).
+  for (int world : {2, 3, 4, 8}) {
+    const double link = 0.125, threshold = link * world / (world - 1.0) / (1 - kAdaptiveMargin);
+    for (double codec : {threshold * 0.98, threshold * 1.02, threshold * 3}) {
+      bool any = false;
+      for (Kind kind : {Kind::ALL_REDUCE, Kind::REDUCE_SCATTER, Kind::ALL_GATHER}) {
+        PolicyInputs in = inputs(kind, size_t{1} << 50, link, codec, 1e30);
+        in.world = world;
+        any = any || decide(in).path == Path::COMPRESSED;
+      }
+      EXPECT_EQ(compression_can_ever_pay(link, codec, world), any)
+          << "world " << world << " codec " << codec;
+      EXPECT_EQ(any, codec > threshold) << "world " << world << " codec " << codec;
+    }
+  }
+  EXPECT_FALSE(compression_can_ever_pay(0.125, 2.0, 1));
+  EXPECT_FALSE(compression_can_ever_pay(0.0, 2.0, 4));
+  EXPECT_FALSE(compression_can_ever_pay(0.125, 0.0, 4));
+}
+
 }  // namespace
 }  // namespace gossamer::comm::zip

@@ -266,16 +266,14 @@ std::vector<uint8_t> damage(const std::vector<uint8_t>& msg, std::mt19937& rng) 
   return d;
 }
 
-TEST(ZipCodec, CorruptionAndTruncationAreReported) {
-  std::vector<uint16_t> v = gaussian_bf16(5000, 0.05f, 17);
-  for (size_t i = 1000; i < 2500; ++i) v[i] = i % 37 ? 0 : v[i];          // sparse chunks
-  for (size_t i = 3000; i < 3500; ++i) v[i] = 0;                          // zero chunks
-  for (size_t i = 4000; i < 4200; ++i) v[i] = uint16_t(i * 2654435761u);  // raw
-  std::mt19937 rng(2026);
+// Damages a message of v (chunks of chunk_elems) `trials` times: with checksums every real
+// damage is reported; without, the structure checks alone catch many (no crash is the test).
+void expect_damage_reported(const std::vector<uint16_t>& v, size_t chunk_elems, uint32_t seed) {
+  std::mt19937 rng(seed);
   std::vector<uint16_t> out(v.size());
   for (bool checksum : {true, false}) {
-    const std::vector<uint8_t> msg =
-        compress_vec(v.data(), v.size(), DType::BF16, {.chunk_elems = 500, .checksum = checksum});
+    const std::vector<uint8_t> msg = compress_vec(
+        v.data(), v.size(), DType::BF16, {.chunk_elems = chunk_elems, .checksum = checksum});
     int reported = 0, accepted_unchanged = 0;
     const int trials = 3000;
     for (int t = 0; t < trials; ++t) {
@@ -288,10 +286,25 @@ TEST(ZipCodec, CorruptionAndTruncationAreReported) {
       }
     }
     if (checksum)
-      EXPECT_EQ(reported + accepted_unchanged, trials);  // every real damage reported
+      EXPECT_EQ(reported + accepted_unchanged, trials);
     else
-      EXPECT_GT(reported, trials / 4);  // structure checks alone catch many (no crash is the test)
+      EXPECT_GT(reported, trials / 4);
   }
+}
+
+TEST(ZipCodec, CorruptionAndTruncationAreReported) {
+  // Chunks of 500: every mode, one exponent stream each.
+  std::vector<uint16_t> v = gaussian_bf16(5000, 0.05f, 17);
+  for (size_t i = 1000; i < 2500; ++i) v[i] = i % 37 ? 0 : v[i];          // sparse chunks
+  for (size_t i = 3000; i < 3500; ++i) v[i] = 0;                          // zero chunks
+  for (size_t i = 4000; i < 4200; ++i) v[i] = uint16_t(i * 2654435761u);  // raw
+  expect_damage_reported(v, 500, 2026);
+  // Chunks of 8192: dense ones with four exponent streams and their bit-count table, a sparse
+  // one with four (4913 coded elements), a short last chunk with one.
+  std::vector<uint16_t> w = gaussian_bf16(8192 * 2 + 3000, 0.05f, 23);
+  for (size_t i = 8192; i < 16384; ++i) w[i] = i % 5 < 2 ? 0 : w[i];
+  for (size_t i = 0; i < w.size(); i += 101) w[i] = 0x7f80;  // escapes in every stream
+  expect_damage_reported(w, 8192, 2027);
 }
 
 }  // namespace

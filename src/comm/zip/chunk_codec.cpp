@@ -1,9 +1,10 @@
 // Encoder and decoder of one chunk (chunk_codec.h). The hot loops are templated on the element
 // type: a bf16 element is 1 sign+mantissa byte and an 8-bit exponent, an fp32 element 3 bytes
-// and an 8-bit exponent. The bit writer adds four codes (at most 48 bits) between flushes; the
-// decoder reads 64-bit windows and resolves up to four table entries (each up to six symbols)
-// per window, then composes the elements from the symbols and the raw bytes, and patches the
-// escaped exponents.
+// and an 8-bit exponent. The encoder writes the raw bytes in one (vectorised) pass, then codes
+// the exponent streams two at a time, each bit writer adding four codes (at most 48 bits) between
+// flushes. The decoder reads 64-bit windows of all four streams in turn and resolves four table
+// entries (each up to six symbols) per window, then composes the elements from the symbols and
+// the raw bytes (vectorised) and patches the escaped exponents, found by searching the symbols.
 #include "comm/zip/chunk_codec.h"
 
 #include <algorithm>
@@ -34,8 +35,9 @@ struct F32 {
   using U = uint32_t;
   static constexpr size_t kRawBytes = 3;
   static uint32_t exponent(U v) { return (v >> 23) & 0xffu; }
+  static uint32_t raw(U v) { return (v & 0x7fffffu) | ((v >> 31) << 23); }
   static void put_raw(uint8_t* p, U v) {
-    const uint32_t s = (v & 0x7fffffu) | ((v >> 31) << 23);
+    const uint32_t s = raw(v);
     std::memcpy(p, &s, 3);
   }
   static U compose(const uint8_t* p, uint32_t e) {
@@ -88,19 +90,30 @@ inline uint64_t load64(const uint8_t* p) {
   return v;
 }
 
+// One pass; the sums run in 32-bit blocks (254^2 * 4096 < 2^32) so the loop vectorises.
 template <class T>
 ExponentStats gather_stats(const typename T::U* v, size_t n) {
-  uint64_t exp0 = 0, normal = 0, sum = 0, sum_sq = 0, zero = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t e = T::exponent(v[i]);
-    const uint32_t is_normal = (e != 0) & (e != 255);
-    exp0 += e == 0;
-    zero += v[i] == 0;
-    normal += is_normal;
-    sum += is_normal * e;
-    sum_sq += is_normal * e * e;
+  constexpr size_t kBlock = 4096;
+  ExponentStats st{n, 0, 0, 0, 0, 0};
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t end = std::min(n, b + kBlock);
+    uint32_t exp0 = 0, normal = 0, sum = 0, sum_sq = 0, zero = 0;
+    for (size_t i = b; i < end; ++i) {
+      const uint32_t e = T::exponent(v[i]);
+      const uint32_t is_normal = (e != 0) & (e != 255);
+      exp0 += e == 0;
+      zero += v[i] == 0;
+      normal += is_normal;
+      sum += is_normal * e;
+      sum_sq += is_normal * e * e;
+    }
+    st.exp0 += exp0;
+    st.exact_zero += zero;
+    st.normal += normal;
+    st.sum += sum;
+    st.sum_sq += sum_sq;
   }
-  return ExponentStats{n, exp0, normal, sum, sum_sq, zero};
+  return st;
 }
 
 // The 256-entry encode table for a codebook and base: code | length << 16 | escape << 24.
@@ -119,124 +132,269 @@ void encode_table(const CodebookChoice& choice, uint32_t* table) {
   }
 }
 
+// The exponent bit stream of a coded chunk is streams(m) streams, stream k coding the elements
+// [m*k/S, m*(k+1)/S) of the m coded ones, each starting on a byte: S = kStreams for chunks of at
+// least kStreamsMinElems coded elements, else 1 (the table would cost small sparse chunks ratio).
+// The bits region is the bit counts of the first S-1 streams (u32 each; the last one's is the
+// header's total minus them), then the streams. Independent streams let the encoder and the
+// decoder run several dependency chains side by side.
+constexpr size_t kStreams = 4;
+constexpr size_t kStreamsMinElems = 4096;
+
+size_t stream_count(size_t m) {
+  return m >= kStreamsMinElems ? kStreams : 1;
+}
+
+size_t stream_table_bytes(size_t m) {
+  return 4 * (stream_count(m) - 1);
+}
+
+size_t stream_begin(size_t m, size_t k) {
+  return m * k / stream_count(m);
+}
+
+// The scratch one stream of m coded elements may fill: its codes and one 8-byte flush past them.
+size_t max_stream_bytes(size_t m) {
+  return (m / stream_count(m) + 1) * kMaxCodeBits / 8 + 16;
+}
+
 struct DenseResult {
   uint32_t escapes = 0;
-  uint64_t bits = 0;
+  uint64_t bits = 0;  // all streams
+  size_t region = 0;  // bytes of the bits region (table and streams)
 };
 
-// Writes n*kRawBytes raw bytes to raw, the escaped exponents to esc (capacity n + 1) and the bit
-// stream to bits (capacity n * kMaxCodeBits / 8 + 16).
-template <class T>
-DenseResult encode_dense(const typename T::U* v, size_t n, const CodebookChoice& choice,
-                         uint8_t* raw, uint8_t* esc, uint8_t* bits) {
-  uint32_t table[256];
-  encode_table(choice, table);
+// Bit writer of one stream: up to four codes (48 bits) between flushes.
+struct StreamWriter {
   uint64_t acc = 0;
   unsigned filled = 0;
-  uint8_t* out = bits;
-  uint32_t escapes = 0;
-  auto put = [&](size_t i) {
-    const uint32_t e = T::exponent(v[i]);
-    T::put_raw(raw + i * T::kRawBytes, v[i]);
+  uint8_t* out;  // next byte of the stream
+  uint8_t* esc;  // next escaped exponent of the stream
+  template <class T>
+  void put(typename T::U x, const uint32_t* table) {
+    const uint32_t e = T::exponent(x);
     const uint32_t c = table[e];
     acc |= uint64_t(c & 0xffffu) << filled;
     filled += (c >> 16) & 0xffu;
-    esc[escapes] = uint8_t(e);
-    escapes += c >> 24;
-  };
-  auto flush = [&] {
+    *esc = uint8_t(e);
+    esc += c >> 24;
+  }
+  void flush() {
     std::memcpy(out, &acc, 8);
     out += filled >> 3;
     acc = (filled & ~7u) == 64 ? 0 : acc >> (filled & ~7u);
     filled &= 7u;
-  };
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    put(i);
-    put(i + 1);
-    put(i + 2);
-    put(i + 3);
-    flush();
   }
-  for (; i < n; ++i) {
-    put(i);
-    flush();
+};
+
+// The raw bytes of m elements (vectorised for bf16; fp32 stores 4 bytes per element, each
+// overlapping the next element's, all but the last).
+template <class T>
+void put_raws(const typename T::U* v, size_t m, uint8_t* raw) {
+  if constexpr (T::kRawBytes == 3) {
+    size_t i = 0;
+    for (; i + 1 < m; ++i) {
+      const uint32_t s = T::raw(v[i]);
+      std::memcpy(raw + 3 * i, &s, 4);
+    }
+    if (i < m) T::put_raw(raw + 3 * i, v[i]);
+  } else {
+    for (size_t i = 0; i < m; ++i) T::put_raw(raw + i * T::kRawBytes, v[i]);
   }
-  const uint64_t total = uint64_t(out - bits) * 8 + filled;
-  if (filled) std::memcpy(out, &acc, 8);
-  return {escapes, total};
 }
 
-// Decodes n symbols from the bit stream into sym (capacity n + 8) and the escape positions.
-void decode_symbols(const Codebook& book, const uint8_t* bits, uint64_t nbits, size_t n,
-                    uint32_t escapes, uint8_t* sym, uint32_t* escape_positions) {
-  const size_t nbytes = size_t((nbits + 7) / 8);
-  uint64_t pos = 0;
-  size_t i = 0;
-  uint32_t found = 0;
-  constexpr uint64_t kMask = kLutSize - 1;
-  auto escape_at = [&](size_t at) {
-    if (found >= escapes)
-      throw CorruptInput(strprintf("more escaped exponents than the %u stored", escapes));
-    escape_positions[found++] = uint32_t(at);
-  };
-  while (i + 4 * kMaxSymbolsPerEntry <= n && (pos >> 3) + 8 <= nbytes) {
-    uint64_t w = load64(bits + (pos >> 3)) >> (pos & 7);
-    for (int r = 0; r < 4; ++r) {
-      const DecodeEntry& e = book.multi[w & kMask];
-      std::memcpy(sym + i, &e, 8);  // symbols (count and bits land past them, then overwritten)
-      if (e.count == 0) {
-        escape_at(i);
-        sym[i] = kSymEscape;
-        i += 1;
-      } else {
-        i += e.count;
-      }
-      w >>= e.bits;
-      pos += e.bits;
+// Codes L streams side by side (more than two writers no longer fit the registers).
+template <class T, size_t L>
+void encode_lanes(const typename T::U* v, const size_t* begin, const uint32_t* table,
+                  StreamWriter* w) {
+  size_t common = begin[1] - begin[0];
+  for (size_t k = 1; k < L; ++k) common = std::min(common, begin[k + 1] - begin[k]);
+  size_t j = 0;
+  for (; j + 4 <= common; j += 4) {
+    for (size_t r = 0; r < 4; ++r)
+      for (size_t k = 0; k < L; ++k) w[k].template put<T>(v[begin[k] + j + r], table);
+    for (size_t k = 0; k < L; ++k) w[k].flush();
+  }
+  for (size_t k = 0; k < L; ++k)
+    for (size_t i = begin[k] + j; i < begin[k + 1]; ++i) {
+      w[k].template put<T>(v[i], table);
+      w[k].flush();
     }
+}
+
+// Writes m*kRawBytes raw bytes to raw, the escaped exponents in element order to esc (capacity
+// m + 1) and the bits region to bits (capacity stream_table_bytes + S * max_stream_bytes).
+// scratch: S * max_stream_bytes(m) bytes for the streams before they are packed.
+template <class T>
+DenseResult encode_dense(const typename T::U* v, size_t m, const CodebookChoice& choice,
+                         uint8_t* raw, uint8_t* esc, uint8_t* bits, uint8_t* scratch) {
+  put_raws<T>(v, m, raw);
+  uint32_t table[256];
+  encode_table(choice, table);
+  const size_t streams = stream_count(m), cap = max_stream_bytes(m);
+  StreamWriter w[kStreams];
+  size_t begin[kStreams + 1];
+  for (size_t k = 0; k <= streams; ++k) begin[k] = stream_begin(m, k);
+  for (size_t k = 0; k < streams; ++k) {
+    w[k].out = scratch + k * cap;
+    w[k].esc = esc + begin[k];  // stream k has at most its own elements' escapes
   }
-  while (i < n) {
-    uint64_t w = 0;
-    const size_t at = size_t(pos >> 3);
-    if (at < nbytes) std::memcpy(&w, bits + at, std::min<size_t>(8, nbytes - at));
-    w >>= (pos & 7);
-    const uint16_t hit = book.single[w & kMask];
-    const unsigned s = hit & 0xffu, len = hit >> 8;
-    if (pos + len > nbits)
-      throw CorruptInput(strprintf("exponent bit stream ends after %zu of %zu elements", i, n));
-    if (s == kSymEscape) escape_at(i);
-    sym[i++] = uint8_t(s);
-    pos += len;
+  if (streams == 1)
+    encode_lanes<T, 1>(v, begin, table, w);
+  else
+    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2>(v, begin + k, table, w + k);
+  DenseResult result;
+  const size_t table_bytes = stream_table_bytes(m);
+  uint8_t* packed = bits + table_bytes;
+  uint8_t* esc_end = esc;
+  for (size_t k = 0; k < streams; ++k) {
+    const uint8_t* stream = scratch + k * cap;
+    const uint64_t nbits = uint64_t(w[k].out - stream) * 8 + w[k].filled;
+    if (w[k].filled) std::memcpy(w[k].out, &w[k].acc, 8);
+    if (k + 1 < streams) {
+      const uint32_t b32 = uint32_t(nbits);
+      std::memcpy(bits + 4 * k, &b32, 4);
+    }
+    const size_t nbytes = size_t((nbits + 7) / 8);
+    std::memcpy(packed, stream, nbytes);
+    packed += nbytes;
+    result.bits += nbits;
+    const size_t stream_escapes = size_t(w[k].esc - (esc + begin[k]));
+    std::memmove(esc_end, esc + begin[k], stream_escapes);
+    esc_end += stream_escapes;
   }
-  if (pos != nbits)
-    throw CorruptInput(strprintf("exponent bit stream holds %llu bits, %llu decoded",
-                                 static_cast<unsigned long long>(nbits),
-                                 static_cast<unsigned long long>(pos)));
-  if (found != escapes)
-    throw CorruptInput(strprintf("%u escaped exponents stored, %u decoded", escapes, found));
+  result.escapes = uint32_t(esc_end - esc);
+  result.region = size_t(packed - bits);
+  return result;
+}
+
+// Bit reader of one stream.
+struct StreamReader {
+  const uint8_t* bits;
+  uint64_t nbits;
+  size_t nbytes;
+  uint64_t pos = 0;
+  size_t i;    // next symbol (index into the chunk's symbols)
+  size_t end;  // one past the stream's last symbol
+};
+
+constexpr uint64_t kLutMask = kLutSize - 1;
+// Four entries advance a stream by at most 24 symbols and write 2 bytes past that: 32 keeps the
+// writes inside the stream's own symbols (the next stream is being decoded alongside).
+constexpr size_t kFastSymbols = 32;
+
+bool fast_ahead(const StreamReader& s) {
+  return s.i + kFastSymbols <= s.end && (s.pos >> 3) + 8 <= s.nbytes;
+}
+
+// Resolves four table entries (up to six symbols each, written 8 bytes at a time: count and
+// bits land past the symbols and are overwritten) from one 64-bit window of each of L streams.
+template <size_t L>
+void decode_windows(const Codebook& book, StreamReader* r, uint8_t* sym) {
+  uint64_t w[L];
+  for (size_t k = 0; k < L; ++k) w[k] = load64(r[k].bits + (r[k].pos >> 3)) >> (r[k].pos & 7);
+  for (int round = 0; round < 4; ++round)
+    for (size_t k = 0; k < L; ++k) {
+      const DecodeEntry& e = book.multi[w[k] & kLutMask];
+      std::memcpy(sym + r[k].i, &e, 8);
+      r[k].i += e.count;
+      w[k] >>= e.bits;
+      r[k].pos += e.bits;
+    }
+}
+
+// Decodes the streams into sym (capacity: the chunk's symbols + 8): all of them side by side
+// while each has room for the fast loop, then each one's rest alone, its tail one symbol at a
+// time with bounded reads.
+void decode_symbols(const Codebook& book, StreamReader* r, size_t streams, uint8_t* sym) {
+  if (streams == kStreams)
+    while (std::all_of(r, r + kStreams, fast_ahead)) decode_windows<kStreams>(book, r, sym);
+  for (size_t k = 0; k < streams; ++k) {
+    StreamReader& s = r[k];
+    while (fast_ahead(s)) decode_windows<1>(book, &s, sym);
+    while (s.i < s.end) {
+      uint64_t w = 0;
+      const size_t at = size_t(s.pos >> 3);
+      if (at < s.nbytes) std::memcpy(&w, s.bits + at, std::min<size_t>(8, s.nbytes - at));
+      w >>= (s.pos & 7);
+      const uint16_t hit = book.single[w & kLutMask];
+      const unsigned len = hit >> 8;
+      if (s.pos + len > s.nbits)
+        throw CorruptInput(strprintf("exponent bit stream %zu ends before its last element", k));
+      sym[s.i++] = uint8_t(hit & 0xffu);
+      s.pos += len;
+    }
+    if (s.pos != s.nbits)
+      throw CorruptInput(strprintf("exponent bit stream %zu holds %llu bits, %llu decoded", k,
+                                   static_cast<unsigned long long>(s.nbits),
+                                   static_cast<unsigned long long>(s.pos)));
+  }
+}
+
+// Parses the bits region of m coded elements (region bytes at bits, total bits from the header)
+// into one reader per stream; returns the number of streams. Throws CorruptInput when the counts
+// do not add up.
+size_t read_streams(const uint8_t* bits, size_t region, uint64_t total, size_t m, StreamReader* r) {
+  const size_t streams = stream_count(m), table_bytes = stream_table_bytes(m);
+  if (region < table_bytes)
+    throw CorruptInput(
+        strprintf("exponent bits region of %zu bytes, shorter than its table", region));
+  uint64_t counted = 0;
+  size_t offset = table_bytes;
+  for (size_t k = 0; k < streams; ++k) {
+    uint64_t nbits = total - counted;
+    if (k + 1 < streams) {
+      uint32_t b32;
+      std::memcpy(&b32, bits + 4 * k, 4);
+      nbits = b32;
+    }
+    if (nbits > total - counted)
+      throw CorruptInput(strprintf("exponent bit streams hold more than the %llu bits stored",
+                                   static_cast<unsigned long long>(total)));
+    counted += nbits;
+    const size_t nbytes = size_t((nbits + 7) / 8);
+    if (nbytes > region - offset)
+      throw CorruptInput("exponent bit streams run past the chunk's end");
+    r[k] =
+        StreamReader{bits + offset, nbits, nbytes, 0, stream_begin(m, k), stream_begin(m, k + 1)};
+    offset += nbytes;
+  }
+  if (offset != region)
+    throw CorruptInput(
+        strprintf("exponent bits region of %zu bytes, its streams take %zu", region, offset));
+  return streams;
 }
 
 template <class T>
-void decode_dense(const uint8_t* raw, const uint8_t* esc, const uint8_t* bits, const Header& h,
-                  size_t n, typename T::U* out, ChunkScratch& s) {
+void decode_dense(const uint8_t* raw, const uint8_t* esc, const uint8_t* bits, size_t region,
+                  const Header& h, size_t n, typename T::U* out, ChunkScratch& s) {
   if (h.book >= kNumCodebooks)
     throw CorruptInput(strprintf("codebook %u outside [0, %d)", h.book, kNumCodebooks));
   const Codebook& book = codebook(h.book);
+  StreamReader readers[kStreams];
+  const size_t streams = read_streams(bits, region, h.bits, n, readers);
   if (s.symbols.size() < n + 8) s.symbols.resize(n + 8);
-  if (s.escape_positions.size() < h.escapes) s.escape_positions.resize(h.escapes);
-  decode_symbols(book, bits, h.bits, n, h.escapes, s.symbols.data(), s.escape_positions.data());
-  uint8_t exponent_of[256] = {};
-  for (int sym = kSymWindow0; sym < kNumSymbols; ++sym) {
-    const int e = window_exponent(sym, h.base);
-    exponent_of[sym] = uint8_t(e < 0 ? 0 : e);
+  uint8_t* sym = s.symbols.data();
+  decode_symbols(book, readers, streams, sym);
+  // Window symbol -> exponent base + (sym - kSymWindow0) - kWindowBelow; EXP0 and ESCAPE -> 0
+  // (escapes are patched below). Arithmetic, not a table, so the loop vectorises.
+  const uint8_t bias = uint8_t(int(h.base) - kSymWindow0 - kWindowBelow);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t e = sym[i] >= kSymWindow0 ? uint8_t(sym[i] + bias) : uint8_t(0);
+    out[i] = T::compose(raw + i * T::kRawBytes, e);
   }
-  const uint8_t* sym = s.symbols.data();
-  for (size_t i = 0; i < n; ++i) out[i] = T::compose(raw + i * T::kRawBytes, exponent_of[sym[i]]);
-  for (uint32_t k = 0; k < h.escapes; ++k) {
-    const uint32_t p = s.escape_positions[k];
-    out[p] = T::compose(raw + size_t(p) * T::kRawBytes, esc[k]);
+  uint32_t found = 0;
+  for (const uint8_t* p = sym;
+       (p = static_cast<const uint8_t*>(std::memchr(p, kSymEscape, size_t(sym + n - p)))) !=
+       nullptr;
+       ++p) {
+    if (found >= h.escapes)
+      throw CorruptInput(strprintf("more escaped exponents than the %u stored", h.escapes));
+    const size_t at = size_t(p - sym);
+    out[at] = T::compose(raw + at * T::kRawBytes, esc[found++]);
   }
+  if (found != h.escapes)
+    throw CorruptInput(strprintf("%u escaped exponents stored, %u decoded", h.escapes, found));
 }
 
 // The scratch buffer for n gathered elements of type U.
@@ -296,10 +454,13 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
     }
     const CodebookChoice choice = choose_codebook(sparse ? gather_stats<T>(coded, m) : stats);
     if (s.escapes.size() < m + 1) s.escapes.resize(m + 1);
-    if (s.bits.size() < m * kMaxCodeBits / 8 + 16) s.bits.resize(m * kMaxCodeBits / 8 + 16);
-    const DenseResult r =
-        encode_dense<T>(coded, m, choice, body + head, s.escapes.data(), s.bits.data());
-    const size_t total = head + m * T::kRawBytes + r.escapes + size_t((r.bits + 7) / 8);
+    const size_t streams_bytes = stream_count(m) * max_stream_bytes(m);
+    if (s.bits.size() < stream_table_bytes(m) + streams_bytes)
+      s.bits.resize(stream_table_bytes(m) + streams_bytes);
+    if (s.streams.size() < streams_bytes) s.streams.resize(streams_bytes);
+    const DenseResult r = encode_dense<T>(coded, m, choice, body + head, s.escapes.data(),
+                                          s.bits.data(), s.streams.data());
+    const size_t total = head + m * T::kRawBytes + r.escapes + r.region;
     if (total < raw_payload) {
       h = Header{sparse ? ChunkMode::SPARSE : ChunkMode::DENSE,
                  choice.base,
@@ -309,7 +470,7 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
                  0};
       uint8_t* p = body + head + m * T::kRawBytes;
       std::memcpy(p, s.escapes.data(), r.escapes);
-      std::memcpy(p + r.escapes, s.bits.data(), size_t((r.bits + 7) / 8));
+      std::memcpy(p + r.escapes, s.bits.data(), r.region);
       payload = total;
     }
   }
@@ -387,16 +548,22 @@ void decode(const uint8_t* in, size_t bytes, size_t n, bool checksum, typename T
   }
   if (h.escapes > m)
     throw CorruptInput(strprintf("%u escaped exponents for %zu elements", h.escapes, m));
-  expect_payload(head + m * T::kRawBytes + h.escapes + size_t((uint64_t(h.bits) + 7) / 8));
+  const size_t before_bits = head + m * T::kRawBytes + h.escapes;
+  if (payload < before_bits)
+    throw CorruptInput(
+        strprintf("%s chunk of %zu elements holds %zu payload bytes, at least %zu "
+                  "expected",
+                  chunk_mode_name(h.mode), m, payload, before_bits));
   const uint8_t* raw = body + head;
   const uint8_t* esc = raw + m * T::kRawBytes;
   const uint8_t* bits = esc + h.escapes;
+  const size_t region = payload - before_bits;
   if (h.mode == ChunkMode::DENSE) {
-    decode_dense<T>(raw, esc, bits, h, n, out, s);
+    decode_dense<T>(raw, esc, bits, region, h, n, out, s);
     return;
   }
   U* nz = gathered<U>(s, m);
-  decode_dense<T>(raw, esc, bits, h, m, nz, s);
+  decode_dense<T>(raw, esc, bits, region, h, m, nz, s);
   std::memset(out, 0, n * sizeof(U));
   size_t k = 0, stored = l1;
   for (size_t b = 0; b < l0; ++b) {

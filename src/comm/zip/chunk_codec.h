@@ -3,10 +3,13 @@
 //   RAW     the elements verbatim (data that would not shrink);
 //   ZERO    every element +0.0 (no payload);
 //   DENSE   sign+mantissa raw (1 byte per bf16, 3 per fp32), then the escaped exponents (1 byte
-//           each), then the exponent bit stream (codebook of exponent_model.h, LSB-first);
+//           each, in element order), then the exponent bits (codebook of exponent_model.h,
+//           LSB-first): 4 streams, each coding a quarter of the elements and starting on a byte,
+//           behind the bit counts of the first three (u32 each); 1 stream and no counts when
+//           fewer than 4096 elements are coded;
 //   SPARSE  which elements are not +0.0, as a bitmap stored two-level (a bit per byte of the
 //           element bitmap, then only its nonzero bytes), then those elements coded as DENSE.
-// Header: mode u8, base u8, book u16, escapes u32, bits u32 (of the exponent stream), crc u32
+// Header: mode u8, base u8, book u16, escapes u32, bits u32 (of all exponent streams), crc u32
 // (CRC-32C of the header with crc 0 and the payload; 0 when checksums are off).
 // Invariants: a chunk never takes more than kChunkHeaderBytes + n * element size bytes; the
 // decoder reads only inside the bytes it is given and writes only the n output elements, and
@@ -45,8 +48,7 @@ struct ChunkInfo {
 
 // Buffers one thread reuses across chunks (grown on demand, never shrunk).
 struct ChunkScratch {
-  std::vector<uint8_t> escapes, bits, symbols, bitmap;
-  std::vector<uint32_t> escape_positions;
+  std::vector<uint8_t> escapes, bits, streams, symbols, bitmap;
   std::vector<uint16_t> values16;  // gathered nonzero elements (bf16)
   std::vector<uint32_t> values32;  // (fp32)
 };

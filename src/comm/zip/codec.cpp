@@ -23,7 +23,7 @@ namespace gossamer::comm::zip {
 namespace {
 
 constexpr uint32_t kMagic = 0x315a5047;  // "GPZ1"
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;          // 2: four exponent streams per chunk
 constexpr uint8_t kFlagChecksum = 1;
 constexpr size_t kMaxChunkElems = size_t{1} << 24;
 

@@ -69,4 +69,10 @@ Decision decide(const PolicyInputs& in) {
   return d;
 }
 
+bool compression_can_ever_pay(double link_gbps, double codec_gbps, int world) {
+  if (world < 2 || link_gbps <= 0 || codec_gbps <= 0) return false;
+  const double p = double(world);
+  return codec_gbps * (1 - kAdaptiveMargin) > link_gbps * p / (p - 1);
+}
+
 }  // namespace gossamer::comm::zip

@@ -54,6 +54,12 @@ struct Decision {
 
 Decision decide(const PolicyInputs& in);
 
+// Whether adaptive could ever compress a call between `world` ranks with these speeds: decide()'s
+// best case (an unbounded message, so the fill vanishes, and an unbounded ratio, so the wire time
+// does) for the kind with the least codec work per wire byte, the all-gather (P/(P-1)):
+// C > B P/(P-1) / (1 - kAdaptiveMargin). False for unknown speeds and a single rank.
+bool compression_can_ever_pay(double link_gbps, double codec_gbps, int world);
+
 }  // namespace gossamer::comm::zip
 
 namespace gossamer {

@@ -134,11 +134,7 @@ std::unique_ptr<Codebook> build(int id) {
       const uint16_t hit = book->single[(x >> used) & (kLutSize - 1)];
       const int s = hit & 0xff, len = hit >> 8;
       if (used + len > kMaxCodeBits) break;
-      if (s == kSymEscape) {
-        if (e.count == 0) used = len;  // an escape decodes alone (count 0)
-        break;
-      }
-      e.symbols[e.count++] = uint8_t(s);
+      e.symbols[e.count++] = uint8_t(s);  // ESCAPE too: the decoder finds escapes afterwards
       used += len;
     }
     e.bits = uint8_t(used);

@@ -54,7 +54,7 @@ CodebookChoice choose_codebook(const ExponentStats& stats);
 
 struct DecodeEntry {
   uint8_t symbols[kMaxSymbolsPerEntry];
-  uint8_t count;  // symbols decoded by this entry; 0: the first symbol is ESCAPE (alone)
+  uint8_t count;  // symbols decoded by this entry (1..kMaxSymbolsPerEntry)
   uint8_t bits;   // bits consumed
 };
 

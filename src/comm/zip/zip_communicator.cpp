@@ -354,21 +354,7 @@ std::vector<std::string> ZipCommunicator::decisions() const {
 
 bool ZipCommunicator::compression_never_pays() const {
   if (options_.mode != Compression::COMPRESSION_ADAPTIVE || size() < 2) return false;
-  // The best case of the model: the largest message (the fill is a vanishing share) and a ratio
-  // that makes the wire time nothing; if even that keeps the backend's own, nothing can pay.
-  for (Kind kind : {Kind::ALL_REDUCE, Kind::REDUCE_SCATTER, Kind::ALL_GATHER}) {
-    PolicyInputs in;
-    in.mode = Compression::COMPRESSION_ADAPTIVE;
-    in.kind = kind;
-    in.bytes = size_t{1} << 40;
-    in.world = size();
-    in.link_gbps = link_gbps_;
-    in.codec_gbps = codec_gbps_;
-    in.ratio = 1e30;
-    in.segment_bytes = options_.segment_bytes;
-    if (decide(in).path != Path::NATIVE) return false;
-  }
-  return true;
+  return !compression_can_ever_pay(link_gbps_, codec_gbps_, size());
 }
 
 std::unique_ptr<Communicator> ZipCommunicator::release_inner() {
