@@ -12,8 +12,9 @@
 // received S by every rank but the root, sent S by every rank but the chain's last,
 // (root + N - 1) mod N. send/recv/sendrecv: what the call names. all_to_all (all_to_all_v):
 // sent sum over r != rank of send_counts[r]*size, received sum over r != rank of
-// recv_counts[r]*size (the part for oneself is a local copy). With equal counts these are the
-// ring algorithms' figures, the ones nccl-tests' busbw assumes (docs/COMM.md).
+// recv_counts[r]*size (the part for oneself is a local copy). sendrecv_upto (a sendrecv): what
+// was sent, and received what arrived (counted once the Work is waited on). With equal counts these
+// are the ring algorithms' figures, the ones nccl-tests' busbw assumes (docs/COMM.md).
 #pragma once
 
 #include <array>
@@ -149,6 +150,15 @@ class Communicator {
   // all_to_all call. Every rank takes part, also with all counts 0.
   virtual Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
                             std::span<const size_t> recv_counts, DType dtype) = 0;
+  // One message of send_n elements to dest and one from source into recv_buf, which holds at
+  // most recv_capacity elements (more is an error); *received says how many arrived once the
+  // Work has completed. Exactly one message each way, also of 0 elements. For messages whose
+  // length only the sender knows (the zip decorator's compressed steps): no exchange of lengths
+  // before the data. Backends keep several in flight where they can (mpi). Counted as one
+  // sendrecv call, with the bytes that arrived. Host-buffer backends (nccl refuses it: NCCL's
+  // receives need the sender's count).
+  virtual Work sendrecv_upto(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                             size_t recv_capacity, int source, size_t* received, DType dtype) = 0;
   // Blocks until every rank reached it (after all previously issued operations).
   virtual void barrier() = 0;
 

@@ -104,9 +104,9 @@ Work MpiCommunicator::enqueue(Op op, size_t bytes) {
   return Work(std::move(state), this, kind, bytes);
 }
 
-// Ops start in issue order. An all_to_all_v is posted and joins in_flight_ (at most
-// kMaxInFlight), so the next operations start while its transfers run; every other operation runs
-// to completion here (MPI progresses the posted transfers meanwhile). With transfers in flight
+// Ops start in issue order. An all_to_all_v or sendrecv_upto is posted and joins in_flight_ (at
+// most kMaxInFlight), so the next operations start while its transfers run; every other operation
+// runs to completion here (MPI progresses the posted transfers meanwhile). With transfers in flight
 // and nothing queued, the worker tests them, yielding the core between rounds of tests.
 void MpiCommunicator::worker_loop() {
   for (int idle_rounds = 0;;) {
@@ -144,11 +144,14 @@ void MpiCommunicator::start(Op op) {
                          kind_name(op.kind), failed_.c_str()));
     return;
   }
-  if (op.kind == Kind::ALL_TO_ALL) {
+  if (op.kind == Kind::ALL_TO_ALL || op.received) {
     InFlight f;
     f.op = std::move(op);
     try {
-      post_all_to_all(f);
+      if (f.op.received)
+        post_sendrecv_upto(f);
+      else
+        post_all_to_all(f);
     } catch (const std::exception& e) {
       in_flight_.push_back(std::move(f));
       fail_in_flight(record_failure(in_flight_.back().op, e));
@@ -177,7 +180,10 @@ bool MpiCommunicator::progress_in_flight() {
       continue;
     }
     try {
-      check_all_to_all(*it, rc);
+      if (it->op.received)
+        check_sendrecv_upto(*it, rc);
+      else
+        check_all_to_all(*it, rc);
     } catch (const std::exception& e) {
       fail_in_flight(record_failure(it->op, e));
       return true;
@@ -189,7 +195,7 @@ bool MpiCommunicator::progress_in_flight() {
   return any;
 }
 
-// After a failure every all_to_all_v still in flight fails too: its pending transfers are
+// After a failure every operation still in flight fails too: its pending transfers are
 // cancelled and freed, so no stale receive matches a later message between the same pair.
 void MpiCommunicator::fail_in_flight(const std::string& error) {
   for (InFlight& f : in_flight_) {
@@ -465,6 +471,37 @@ void MpiCommunicator::post_all_to_all(InFlight& f) {
 
 // After MPI_Testall returned rc with every request of f complete (or an error): the errors of
 // the receives, then what arrived from each source against what was expected.
+// sendrecv_upto: one receive of up to the capacity from the source and one send to the dest.
+void MpiCommunicator::post_sendrecv_upto(InFlight& f) {
+  const Op& op = f.op;
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  f.requests.resize(2);
+  f.recv_peers.assign(1, op.peer2);
+  mpi_check(MPI_Irecv(op.out, int(op.n2), type, op.peer2, kTag, comm_, &f.requests[0]),
+            "MPI_Irecv (sendrecv_upto)");
+  mpi_check(MPI_Isend(op.in, int(op.n), type, op.peer, kTag, comm_, &f.requests[1]),
+            "MPI_Isend (sendrecv_upto)");
+  f.statuses.resize(2);
+}
+
+// After MPI_Testall returned rc with both requests complete (or an error): a message longer
+// than the capacity is MPI's truncation error; what arrived goes to *received and the stats.
+void MpiCommunicator::check_sendrecv_upto(const InFlight& f, int rc) {
+  const Op& op = f.op;
+  const MPI_Datatype type = mpi_datatype(op.dtype);
+  if (rc == MPI_ERR_IN_STATUS && f.statuses[0].MPI_ERROR != MPI_SUCCESS &&
+      f.statuses[0].MPI_ERROR != MPI_ERR_PENDING)
+    fail("MPI_Irecv (sendrecv_upto): from rank %d (at most %zu elements): %s", op.peer2, op.n2,
+         mpi_error_string(f.statuses[0].MPI_ERROR).c_str());
+  mpi_check(rc, "MPI_Testall (sendrecv_upto)");
+  int n = 0;
+  MPI_Get_count(&f.statuses[0], type, &n);
+  *op.received = size_t(n);
+  if (op.peer2 == rank_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  upto_received_ += int64_t(size_t(n) * dtype_size(op.dtype));
+}
+
 void MpiCommunicator::check_all_to_all(const InFlight& f, int rc) {
   const MPI_Datatype type = mpi_datatype(f.op.dtype);
   const std::vector<size_t>& recv_counts = f.op.counts2;
@@ -597,6 +634,35 @@ Work MpiCommunicator::all_to_all_v(const void* send, std::span<const size_t> sen
   op.counts2.assign(recv_counts.begin(), recv_counts.end());
   return enqueue(std::move(op),
                  (count_sum(send_counts) + count_sum(recv_counts)) * dtype_size(dtype));
+}
+
+Work MpiCommunicator::sendrecv_upto(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                                    size_t recv_capacity, int source, size_t* received,
+                                    DType dtype) {
+  check_peer(Kind::SENDRECV, dest, rank_, size_, true);
+  check_peer(Kind::SENDRECV, source, rank_, size_, true);
+  check_buffer(Kind::SENDRECV, send_buf, send_n, "send_buf");
+  check_buffer(Kind::SENDRECV, recv_buf, recv_capacity, "recv_buf");
+  check_disjoint(Kind::SENDRECV, send_buf, send_n, recv_buf, recv_capacity, dtype, "send_buf",
+                 "recv_buf");
+  GOSSAMER_CHECK(received != nullptr, "comm sendrecv_upto: received is null");
+  const size_t es = dtype_size(dtype), limit = std::min(max_chunk_bytes_ / es, size_t(INT_MAX));
+  for (size_t n : {send_n, recv_capacity})  // one message each way: never split
+    GOSSAMER_CHECK(n <= limit,
+                   "comm sendrecv_upto: %zu elements in one message, above the limit of %zu", n,
+                   limit);
+  count_call(stats_, Kind::SENDRECV, sendrecv_bytes(send_n, dest, 0, source, dtype, rank_));
+  Op op;
+  op.kind = Kind::SENDRECV, op.dtype = dtype, op.in = send_buf, op.n = send_n, op.peer = dest;
+  op.out = recv_buf, op.n2 = recv_capacity, op.peer2 = source, op.received = received;
+  return enqueue(std::move(op), (send_n + recv_capacity) * es);
+}
+
+// sendrecv_upto learns the bytes it received when it completes, on the worker.
+void MpiCommunicator::settle_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_[Kind::SENDRECV].bytes_received += upto_received_;
+  upto_received_ = 0;
 }
 
 void MpiCommunicator::barrier() {

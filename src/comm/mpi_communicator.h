@@ -6,11 +6,11 @@
 // After a timeout, absent_peers() holds a roll call on a second duplicate communicator: every
 // rank that times out sends its operation counts to all others and listens for a grace period;
 // ranks that do not answer are named (a stopped or hung process cannot answer).
-// Invariant: operations start in issue order, and all but all_to_all_v run one at a time and
-// complete in that order; an all_to_all_v posts every piece to and from every peer and stays in
-// flight (up to kMaxInFlight of them) while the worker starts the next operations, so a
-// pipelined caller keeps several on the wire; it may complete after operations issued later.
-// After a failure every operation started later fails without running, and every all_to_all_v
+// Invariant: operations start in issue order, and all but all_to_all_v and sendrecv_upto run
+// one at a time and complete in that order; those two post their transfers and stay in flight
+// (up to kMaxInFlight of them) while the worker starts the next operations, so a pipelined
+// caller keeps several on the wire; they may complete after operations issued later.
+// After a failure every operation started later fails without running, and every operation
 // still in flight fails with it, its transfers cancelled (the ranks' sequences no longer
 // match); operations that completed before the failure was seen keep their result. Counts above
 // the chunk limit are split into several MPI calls, so counts beyond INT_MAX elements work.
@@ -62,6 +62,9 @@ class MpiCommunicator final : public Communicator {
                 int source, DType dtype) override;
   Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
                     std::span<const size_t> recv_counts, DType dtype) override;
+  Work sendrecv_upto(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                     size_t recv_capacity, int source, size_t* received, DType dtype) override;
+  void settle_stats() override;
   void barrier() override;
   [[noreturn]] void abort(int exit_code, const std::string& message) override;
   std::string absent_peers() override;
@@ -83,6 +86,7 @@ class MpiCommunicator final : public Communicator {
     bool in_place = false;
     std::vector<size_t> counts;       // reduce_scatter / all_gather; all_to_all: send counts
     std::vector<size_t> counts2;      // all_to_all: receive counts
+    size_t* received = nullptr;       // sendrecv_upto (in flight like all_to_all): what arrived
     std::vector<int> dests, sources;  // sendrecv_many (op.in to every dest, out_many from sources)
     std::vector<void*> out_many;
     size_t chunk = 0;     // elements per MPI call
@@ -90,7 +94,8 @@ class MpiCommunicator final : public Communicator {
     std::shared_ptr<CompletionState> state;
   };
 
-  // An all_to_all_v whose transfers are posted and not yet all complete (worker only).
+  // An all_to_all_v or sendrecv_upto whose transfers are posted and not yet all complete
+  // (worker only).
   struct InFlight {
     Op op;
     std::vector<MPI_Request> requests;  // the receives first, then the sends
@@ -112,6 +117,8 @@ class MpiCommunicator final : public Communicator {
   void run_sendrecv_many(const Op& op);
   void post_all_to_all(InFlight& f);
   void check_all_to_all(const InFlight& f, int rc);
+  void post_sendrecv_upto(InFlight& f);
+  void check_sendrecv_upto(const InFlight& f, int rc);
   void recv_checked(void* buf, size_t n, MPI_Datatype type, int source, const char* what);
   int wait_all();  // requests_ into statuses_ (sized alike), yielding between tests
 
@@ -131,6 +138,7 @@ class MpiCommunicator final : public Communicator {
   int64_t issued_ = 0;               // operations enqueued (issuing thread)
   int64_t completed_ = 0;            // operations completed without error (under mutex_)
   std::string last_completed_ = "";  // e.g. "all_reduce (step 12)" (under mutex_)
+  int64_t upto_received_ = 0;        // bytes sendrecv_upto received, not yet in stats_ (mutex_)
 
   // Worker-only state, sized once.
   std::string failed_;  // the first error; later ops fail with it

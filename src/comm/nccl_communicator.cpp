@@ -312,6 +312,14 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // NCCL's receives need the sender's exact count; the zip decorator, the one caller, runs over
+  // host backends.
+  Work sendrecv_upto(const void*, size_t, int, void*, size_t, int, size_t*, DType) override {
+    throw Error(
+        "comm nccl: sendrecv_upto is not supported (NCCL's receives need the sender's count; it "
+        "serves the zip decorator, which runs over the host backends)");
+  }
+
   void barrier() override {
     count_call(stats_, Kind::BARRIER, {});
     launch(Kind::BARRIER, 0, [&] {

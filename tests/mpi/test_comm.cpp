@@ -199,6 +199,68 @@ TEST_P(CommTest, SendRecvRingWithUnequalSizes) {
     }
 }
 
+// sendrecv_upto around the ring, every case in flight at once and waited in reverse order:
+// rank r sends base + r elements, each receiver posts room for more than any rank sends; what
+// arrived is counted, lands at the start, leaves the rest of the room untouched, and the stats
+// count the bytes that arrived. nccl refuses it (its receives need the sender's count).
+TEST_P(CommTest, SendRecvUptoRingInFlight) {
+  const int dest = (rank_ + 1) % world_, source = (rank_ + world_ - 1) % world_;
+  if (GetParam() == "nccl") {
+    CommBuffer a(comm(), 8), b(comm(), 8);
+    size_t got = 0;
+    EXPECT_THROW(comm().sendrecv_upto(a.data(), 1, dest, b.data(), 2, source, &got, DType::F32),
+                 Error);
+    return;
+  }
+  struct Case {
+    DType dtype = DType::F32;
+    size_t send_n = 0, room = 0, recv_n = 0;
+    int salt = 0;
+    std::unique_ptr<CommBuffer> send, recv;
+    size_t received = ~size_t{0};
+    Work work;
+  };
+  std::vector<Case> cases;
+  int salt = 700;
+  for (DType dtype : kDTypes)
+    for (size_t base : {size_t(0), size_t(1), size_t(1023), size_t(65537)}) {
+      Case c;
+      c.dtype = dtype, c.send_n = base + size_t(rank_), c.room = base + size_t(world_) + 3;
+      c.recv_n = base + size_t(source), c.salt = ++salt;
+      cases.push_back(std::move(c));
+    }
+  const CommStats before = comm().stats();
+  int64_t sent = 0, received = 0;
+  for (Case& c : cases) {
+    const size_t es = dtype_size(c.dtype);
+    c.send = std::make_unique<CommBuffer>(comm(), c.send_n * es);
+    c.recv = std::make_unique<CommBuffer>(comm(), c.room * es);
+    c.send->upload(rank_data(c.dtype, c.send_n, world_, rank_, c.salt));
+    c.recv->upload(Bytes(c.room * es, 0xA5));
+    c.work = comm().sendrecv_upto(c.send->data(), c.send_n, dest, c.recv->data(), c.room, source,
+                                  &c.received, c.dtype);
+    sent += int64_t(c.send_n * es), received += int64_t(c.recv_n * es);
+  }
+  for (auto it = cases.rbegin(); it != cases.rend(); ++it) it->work.wait();
+  for (const Case& c : cases) {
+    const size_t es = dtype_size(c.dtype);
+    ASSERT_EQ(c.received, c.recv_n) << label(c.dtype, "sendrecv_upto", c.recv_n);
+    const Bytes got = c.recv->download();
+    EXPECT_EQ(count_wrong(Bytes(got.begin(), got.begin() + std::ptrdiff_t(c.recv_n * es)),
+                          rank_data(c.dtype, c.recv_n, world_, source, c.salt), c.dtype),
+              0u)
+        << label(c.dtype, "sendrecv_upto", c.recv_n);
+    EXPECT_TRUE(std::all_of(got.begin() + std::ptrdiff_t(c.recv_n * es), got.end(), [](uint8_t b) {
+      return b == 0xA5;
+    })) << label(c.dtype, "sendrecv_upto: room past what arrived", c.recv_n);
+    EXPECT_TRUE(c.send->guards_intact() && c.recv->guards_intact());
+  }
+  const CommStats d = comm().stats().since(before);
+  EXPECT_EQ(d[Kind::SENDRECV].calls, int64_t(cases.size()));
+  EXPECT_EQ(d[Kind::SENDRECV].bytes_sent, world_ > 1 ? sent : 0);
+  EXPECT_EQ(d[Kind::SENDRECV].bytes_received, world_ > 1 ? received : 0);
+}
+
 // A neighbour exchange: this rank's buffer to ranks r+1 and r+2, one buffer from r-1 and r-2 (one
 // peer each way at 2 ranks), counted as one call of the summed bytes.
 TEST_P(CommTest, SendRecvManyToEveryNeighbour) {

@@ -223,6 +223,38 @@ TEST(MpiBackend, AllToAllShortPartNamesTheSource) {
   g_mpi->barrier();
 }
 
+// sendrecv_upto around the ring with room for 5 elements: rank 0 sends 10 to rank 1, every
+// other rank 3. Only rank 1 fails, with an error naming the source and the room.
+TEST(MpiBackend, SendRecvUptoOverflowNamesTheSource) {
+  auto second = std::make_unique<MpiCommunicator>();
+  Communicator& b = *second;
+  const int world = b.size(), rank = b.rank();
+  const int dest = (rank + 1) % world, source = (rank + world - 1) % world;
+  const size_t send_n = rank == 0 ? 10 : 3;
+  CommBuffer send(b, 10 * 4), recv(b, 5 * 4);
+  size_t received = 0;
+  b.set_context("step 9");
+  Work w =
+      b.sendrecv_upto(send.data(), send_n, dest, recv.data(), 5, source, &received, DType::F32);
+  if (rank != 1) {
+    w.wait();
+    EXPECT_EQ(received, 3u);  // only rank 1 receives from rank 0
+  } else {
+    try {
+      w.wait();
+      ADD_FAILURE() << "a message longer than the room was accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("rank 1: mpi sendrecv failed (step 9)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("sendrecv_upto): from rank 0 (at most 5 elements)"), std::string::npos)
+          << msg;
+    }
+  }
+  EXPECT_TRUE(recv.guards_intact());
+  second.reset();
+  g_mpi->barrier();
+}
+
 // A second communicator works alongside the first; an error stays in the communicator where it
 // happened and fails that communicator's later operations without running them.
 TEST(MpiBackend, SecondCommunicatorAndErrorPropagation) {

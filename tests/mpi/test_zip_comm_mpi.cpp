@@ -318,6 +318,18 @@ TEST(ZipComm, OtherOperationsPassThrough) {
   zip->sendrecv(&to, 1, (rank + 1) % world, &from, 1, (rank + world - 1) % world, DType::I32)
       .wait();
   EXPECT_EQ(from, (rank + world - 1) % world);
+  // sendrecv_upto: rank r sends r + 1 elements into a room of 8; the bytes that arrived counted.
+  const int source = (rank + world - 1) % world;
+  std::vector<int32_t> mine(size_t(rank + 1), rank), room(8, -1);
+  size_t received = 0;
+  const int64_t before = zip->stats()[Kind::SENDRECV].bytes_received;
+  zip->sendrecv_upto(mine.data(), mine.size(), (rank + 1) % world, room.data(), room.size(), source,
+                     &received, DType::I32)
+      .wait();
+  EXPECT_EQ(received, size_t(source + 1));
+  EXPECT_EQ(room[size_t(source)], source);
+  EXPECT_EQ(room[size_t(source + 1)], -1);
+  EXPECT_EQ(zip->stats()[Kind::SENDRECV].bytes_received - before, int64_t(4 * (source + 1)));
   zip->barrier();
   EXPECT_EQ(zip->stats()[Kind::ALL_REDUCE].calls, 2);
   EXPECT_EQ(zip->stats()[Kind::ALL_REDUCE].compressed_calls, 0);

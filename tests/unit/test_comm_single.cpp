@@ -204,6 +204,9 @@ class FakeCommunicator final : public Communicator {
                     DType) override {
     return {};
   }
+  Work sendrecv_upto(const void*, size_t, int, void*, size_t, int, size_t*, DType) override {
+    return {};
+  }
   void barrier() override {}
   [[noreturn]] void abort(int exit_code, const std::string& message) override {
     throw Aborted{exit_code, message};
@@ -482,6 +485,28 @@ TEST(SingleBackend, AllToAllCopiesTheOwnPart) {
   expect_error([&] { comm->all_to_all_v(send.data(), five, send.data() + 2, five, DType::BF16); },
                {"all_to_all", "overlap"});
   EXPECT_EQ(comm->stats()[Kind::ALL_TO_ALL].calls, 2);  // refused calls are not counted
+}
+
+TEST(SingleBackend, SendRecvUptoCopiesAndReportsTheLength) {
+  auto comm = make_single_communicator();
+  std::vector<uint16_t> send = {1, 2, 3}, recv(6, 0xEEEE);
+  size_t received = 99;
+  comm->sendrecv_upto(send.data(), 3, 0, recv.data() + 1, 4, 0, &received, DType::BF16).wait();
+  EXPECT_EQ(received, 3u);
+  EXPECT_EQ(recv, (std::vector<uint16_t>{0xEEEE, 1, 2, 3, 0xEEEE, 0xEEEE}));
+  comm->sendrecv_upto(nullptr, 0, 0, recv.data(), 4, 0, &received, DType::BF16).wait();
+  EXPECT_EQ(received, 0u);
+  EXPECT_EQ(comm->stats()[Kind::SENDRECV].calls, 2);
+  EXPECT_EQ(comm->stats().bytes_sent() + comm->stats().bytes_received(), 0);
+  expect_error(
+      [&] { comm->sendrecv_upto(send.data(), 3, 0, recv.data(), 2, 0, &received, DType::BF16); },
+      {"sendrecv_upto", "sends 3 elements to itself, more than the 2"});
+  expect_error(
+      [&] { comm->sendrecv_upto(send.data(), 3, 1, recv.data(), 4, 0, &received, DType::BF16); },
+      {"sendrecv", "peer"});
+  expect_error(
+      [&] { comm->sendrecv_upto(send.data(), 3, 0, recv.data(), 4, 0, nullptr, DType::BF16); },
+      {"sendrecv_upto", "received is null"});
 }
 
 TEST(SingleBackend, Errors) {

@@ -434,14 +434,17 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
       const size_t l0 = bitmap_bytes(n), l1 = bitmap_bytes(l0);
       if (s.bitmap.size() < l0) s.bitmap.resize(l0);
       uint8_t* map = s.bitmap.data();
-      std::memset(map, 0, l0);
       U* nz = gathered<U>(s, n);
       m = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const bool keep = v[i] != 0;
-        map[i >> 3] = uint8_t(map[i >> 3] | (uint32_t(keep) << (i & 7)));
-        nz[m] = v[i];
-        m += keep;
+      for (size_t b = 0; b < l0; ++b) {  // each bitmap byte built in a register
+        uint32_t byte = 0;
+        for (size_t i = b * 8, end = std::min(n, i + 8); i < end; ++i) {
+          const uint32_t keep = v[i] != 0;
+          byte |= keep << (i & 7);
+          nz[m] = v[i];
+          m += keep;
+        }
+        map[b] = uint8_t(byte);
       }
       std::memset(body, 0, l1);
       head = l1;

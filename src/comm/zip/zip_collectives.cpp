@@ -94,8 +94,8 @@ ZipCollectives::Step ZipCollectives::step(size_t s, const Layout& L) const {
   return st;
 }
 
-// encode(s, slot) -> Work of the sizes exchange (empty when none); issue(s, slot) -> Work of the
-// data exchange; finish(s, slot) consumes step s. `ahead` steps are on the wire at once: when
+// encode(s, slot) prepares step s's message; issue(s, slot) -> Work of its exchange;
+// finish(s, slot) consumes step s. `ahead` steps are on the wire at once: when
 // step s arrives, step s + ahead is started and then step s finished while the others travel.
 // ahead < kSlots (step s's slot is busy until it is finished).
 template <class Encode, class Issue, class Finish>
@@ -104,8 +104,7 @@ void ZipCollectives::pipeline(size_t steps, size_t ahead, Encode encode, Issue i
   Work data[kSlots];
   auto start = [&](size_t s) {
     Slot& slot = slots_[s % kSlots];
-    Work sizes = encode(s, slot);
-    sizes.wait();
+    encode(s, slot);
     data[s % kSlots] = issue(s, slot);
   };
   try {
@@ -135,15 +134,12 @@ Work ZipCollectives::exchange(Slot& slot, const Step& st, const void* send, size
   return inner_.all_to_all_v(send, slot.send_counts, recv, slot.recv_counts, DType::U8);
 }
 
-// Compressed: tells st.to how many bytes step s sends it and learns from st.from what it sends.
-Work ZipCollectives::exchange_size(Slot& slot, const Step& st, size_t bytes) {
-  slot.my_size = bytes;
-  std::fill(slot.send_counts.begin(), slot.send_counts.end(), 0);
-  std::fill(slot.recv_counts.begin(), slot.recv_counts.end(), 0);
-  slot.send_counts[size_t(st.to)] = 1;
-  slot.recv_counts[size_t(st.from)] = 1;
-  return inner_.all_to_all_v(&slot.my_size, slot.send_counts, &slot.peer_size, slot.recv_counts,
-                             DType::I64);
+// Compressed: one zip message of `bytes` to st.to and one from st.from of at most `capacity`
+// bytes (its length arrives with it: no exchange of sizes first).
+Work ZipCollectives::exchange_compressed(Slot& slot, const Step& st, size_t capacity) {
+  if (slot.recv.size() < capacity) slot.recv.resize(capacity);
+  return inner_.sendrecv_upto(slot.send_ptr, slot.send_bytes, st.to, slot.recv.data(), capacity,
+                              st.from, &slot.received, DType::U8);
 }
 
 // The totals of every rank's compressed parts, for a ratio every rank agrees on.
@@ -170,42 +166,41 @@ Traffic ZipCollectives::reduce_scatter(const void* in_v, void* out_v,
   }
   if (acc_.size() < mine) acc_.resize(mine);
   uint64_t raw = 0, packed = 0;
-  auto encode = [&](size_t s, Slot& slot) -> Work {
+  auto encode = [&](size_t s, Slot& slot) {
     const Step st = step(s, L);
     const size_t len = part_len(counts, st.to, st.seg, seg);
     slot.send_ptr = in + (L.offset[size_t(st.to)] + st.seg * seg) * es;
     slot.send_bytes = len * es;
-    if (!compressed) return Work();
+    if (!compressed) return;
     const size_t cap = max_compressed_bytes(len, dtype, codec_.chunk_elems);
     if (slot.send.size() < cap) slot.send.resize(cap);
     const size_t bytes = len == 0 ? 0 : compress(slot.send_ptr, len, dtype, slot.send, codec_);
     raw += slot.send_bytes, packed += bytes;
     slot.send_ptr = slot.send.data();
     slot.send_bytes = bytes;
-    t.sent += 8, t.received += 8;
-    return exchange_size(slot, st, bytes);
   };
   auto issue = [&](size_t s, Slot& slot) -> Work {
     const Step st = step(s, L);
-    const size_t recv_bytes =
-        compressed ? size_t(slot.peer_size) : part_len(counts, rank_, st.seg, seg) * es;
-    if (slot.recv.size() < recv_bytes) slot.recv.resize(recv_bytes);
+    const size_t n = part_len(counts, rank_, st.seg, seg);
     t.sent += int64_t(slot.send_bytes);
-    t.received += int64_t(recv_bytes);
-    slot.recv_bytes = recv_bytes;
-    return exchange(slot, st, slot.send_ptr, slot.send_bytes, slot.recv.data(), recv_bytes);
+    if (compressed)
+      return exchange_compressed(slot, st, max_compressed_bytes(n, dtype, codec_.chunk_elems));
+    if (slot.recv.size() < n * es) slot.recv.resize(n * es);
+    slot.received = n * es;
+    return exchange(slot, st, slot.send_ptr, slot.send_bytes, slot.recv.data(), n * es);
   };
   // Each element of this rank's part sums in one fixed order: its own value, then what ranks
   // rank-1, rank-2, ... sent (one per round), in fp32; stored after the last round.
   auto finish = [&](size_t s, Slot& slot) {
     const Step st = step(s, L);
     const size_t n = part_len(counts, rank_, st.seg, seg);
+    t.received += int64_t(slot.received);
     if (n == 0) return;
     float* acc = acc_.data() + st.seg * seg;
     if (st.round == 1)
       accumulate(in + (L.offset[size_t(rank_)] + st.seg * seg) * es, acc, n, dtype, true);
     if (compressed)
-      decompress_accumulate(std::span<const uint8_t>(slot.recv.data(), slot.recv_bytes), acc, n,
+      decompress_accumulate(std::span<const uint8_t>(slot.recv.data(), slot.received), acc, n,
                             dtype, false, codec_.threads);
     else
       accumulate(slot.recv.data(), acc, n, dtype, false);
@@ -236,12 +231,12 @@ Traffic ZipCollectives::all_gather(const void* in_v, void* out_v, std::span<cons
     if (packed_.size() < cap * mine_segments) packed_.resize(cap * mine_segments);
   }
   uint64_t raw = 0, packed = 0;
-  auto encode = [&](size_t s, Slot& slot) -> Work {
+  auto encode = [&](size_t s, Slot& slot) {
     const Step st = step(s, L);
     const size_t len = part_len(counts, rank_, st.seg, seg);
     slot.send_ptr = in + st.seg * seg * es;
     slot.send_bytes = len * es;
-    if (!compressed) return Work();
+    if (!compressed) return;
     if (len > 0) {
       uint8_t* dst = packed_.data() + st.seg * cap;
       if (st.round == 1) {
@@ -252,8 +247,6 @@ Traffic ZipCollectives::all_gather(const void* in_v, void* out_v, std::span<cons
       slot.send_ptr = dst;
       slot.send_bytes = packed_at_[st.seg];
     }
-    t.sent += 8, t.received += 8;
-    return exchange_size(slot, st, slot.send_bytes);
   };
   auto issue = [&](size_t s, Slot& slot) -> Work {
     const Step st = step(s, L);
@@ -264,18 +257,16 @@ Traffic ZipCollectives::all_gather(const void* in_v, void* out_v, std::span<cons
       t.received += int64_t(n * es);
       return exchange(slot, st, slot.send_ptr, slot.send_bytes, dst, n * es);
     }
-    slot.recv_bytes = size_t(slot.peer_size);
-    if (slot.recv.size() < slot.recv_bytes) slot.recv.resize(slot.recv_bytes);
-    t.received += int64_t(slot.recv_bytes);
-    return exchange(slot, st, slot.send_ptr, slot.send_bytes, slot.recv.data(), slot.recv_bytes);
+    return exchange_compressed(slot, st, max_compressed_bytes(n, dtype, codec_.chunk_elems));
   };
   auto finish = [&](size_t s, Slot& slot) {
     if (!compressed) return;
     const Step st = step(s, L);
     const size_t n = part_len(counts, st.from, st.seg, seg);
+    t.received += int64_t(slot.received);
     if (n == 0) return;
     uint8_t* dst = out + (L.offset[size_t(st.from)] + st.seg * seg) * es;
-    decompress(std::span<const uint8_t>(slot.recv.data(), slot.recv_bytes), dst, n, dtype,
+    decompress(std::span<const uint8_t>(slot.recv.data(), slot.received), dst, n, dtype,
                codec_.threads);
   };
   pipeline((P - 1) * L.segments, compressed ? kCompressedAhead : kPlainAhead, encode, issue,

@@ -4,14 +4,16 @@
 // each rank has one flow out and one in (several flows through one link lose to each other: an
 // all-to-all of every peer at once reached 80% of an emulated 1 Gbit/s link at 4 ranks, one flow
 // per rank 95%). Rounds are split into segments; a step is one segment of one round, one
-// all-to-all-v of the inner backend, and steps are round-major (one peer for a whole round).
+// all-to-all-v (plain) or sendrecv_upto (compressed) of the inner backend, and steps are
+// round-major (one peer for a whole round).
 //   reduce_scatter = rank r sends part r+j in round j and adds what r-j sent to its fp32
 //                    accumulator of part r (own values first, then rounds 1..P-1 in order);
 //   all_gather     = rank r sends its own part in every round (plain: received straight into
 //                    place);
 //   all_reduce     = that reduce-scatter over near-equal parts, then that all-gather.
-// Compressed, each message is a zip message (codec.h) whose size the receiver learns in a
-// one-number exchange before the step; all_gather encodes its own part once; each operation
+// Compressed, each message is a zip message (codec.h) received into a buffer of the largest
+// size it can have (its length arrives with it, Communicator::sendrecv_upto, so no exchange of
+// sizes precedes the data); all_gather encodes its own part once; each operation
 // ends with a sum of the raw and compressed totals, so every rank knows the same ratio. Steps
 // pipeline: while step s is awaited, the next ones (kPlainAhead / kCompressedAhead) are encoded
 // and on the wire, and step s is decoded while they travel.
@@ -32,7 +34,7 @@ namespace gossamer::comm::zip {
 
 // What one collective moved, for the accounting and the ratio estimate.
 struct Traffic {
-  int64_t sent = 0, received = 0;  // bytes on the wire for this rank (sizes exchange included)
+  int64_t sent = 0, received = 0;  // bytes on the wire for this rank (totals all-reduce included)
   // Over every rank (from the exchanged sizes, so identical on all ranks): raw bytes that were
   // compressed and the compressed bytes they became.
   uint64_t all_raw = 0, all_packed = 0;
@@ -51,12 +53,11 @@ class ZipCollectives {
   Traffic all_reduce(void* buf, size_t n, DType dtype, bool compressed);
 
  private:
-  struct Slot {                      // one step in the pipeline
-    const void* send_ptr = nullptr;  // what this step sends (the input itself when plain)
-    size_t send_bytes = 0, recv_bytes = 0;
-    std::vector<uint8_t> send, recv;               // compressed bytes; received bytes
-    std::vector<size_t> send_counts, recv_counts;  // bytes per rank (one peer each)
-    int64_t my_size = 0, peer_size = 0;            // compressed: the sizes exchanged
+  struct Slot {                           // one step in the pipeline
+    const void* send_ptr = nullptr;       // what this step sends (the input itself when plain)
+    size_t send_bytes = 0, received = 0;  // bytes sent; bytes received (when finished)
+    std::vector<uint8_t> send, recv;      // compressed bytes; received bytes
+    std::vector<size_t> send_counts, recv_counts;  // plain: bytes per rank (one peer each)
   };
   // Step s of an operation: round 1..P-1 sends segment seg to rank + round and receives it
   // from rank - round (pairwise exchange, one flow out and one in per rank at a time).
@@ -76,7 +77,7 @@ class ZipCollectives {
   Step step(size_t s, const Layout& L) const;  // steps are round-major
   Work exchange(Slot& slot, const Step& st, const void* send, size_t bytes, void* recv,
                 size_t recv_bytes);
-  Work exchange_size(Slot& slot, const Step& st, size_t bytes);
+  Work exchange_compressed(Slot& slot, const Step& st, size_t capacity);
   void agree_totals(Traffic& t, uint64_t raw, uint64_t packed);
 
   Communicator& inner_;
@@ -85,9 +86,10 @@ class ZipCollectives {
   int rank_, world_;
   // Measured under an emulated 1 Gbit/s link at 2-4 ranks (docs/PERF.md): plain steps of
   // 512 KiB, 15 on the wire, keep one TCP flow busy across step boundaries; compressed steps
-  // of 1 MiB, 5 ahead (1, 2 and 5 measured alike). kSlots: steps in the pipeline at once.
+  // of 1 MiB, 10 ahead (5 ahead: 64 MB at 2 ranks 10-20% slower; 512 KiB 15 ahead: alike).
+  // kSlots: steps in the pipeline at once.
   static constexpr size_t kSlots = 16;
-  static constexpr size_t kPlainAhead = 15, kCompressedAhead = 5;
+  static constexpr size_t kPlainAhead = 15, kCompressedAhead = 10;
   static_assert(kPlainAhead < kSlots && kCompressedAhead < kSlots,
                 "a step's slot is busy until finished");
   Slot slots_[kSlots];

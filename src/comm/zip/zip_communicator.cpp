@@ -272,6 +272,22 @@ Work ZipCommunicator::all_to_all_v(const void* send, std::span<const size_t> sen
                  [=, this] { inner_->all_to_all_v(send, s, recv, r, dtype).wait(); });
 }
 
+Work ZipCommunicator::sendrecv_upto(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                                    size_t recv_capacity, int source, size_t* received,
+                                    DType dtype) {
+  check_peer(Kind::SENDRECV, dest, rank(), size(), true);
+  check_peer(Kind::SENDRECV, source, rank(), size(), true);
+  count_call(stats_, Kind::SENDRECV, sendrecv_bytes(send_n, dest, 0, source, dtype, rank()));
+  const size_t es = dtype_size(dtype);
+  return enqueue(Kind::SENDRECV, (send_n + recv_capacity) * es, [=, this] {
+    inner_->sendrecv_upto(send_buf, send_n, dest, recv_buf, recv_capacity, source, received, dtype)
+        .wait();
+    if (source == rank()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    worker_delta_[Kind::SENDRECV].bytes_received += int64_t(*received * es);
+  });
+}
+
 Work ZipCommunicator::broadcast(void* buf, size_t n, DType dtype, int root) {
   check_root(Kind::BROADCAST, root, size());
   count_call(stats_, Kind::BROADCAST, broadcast_bytes(n, dtype, root, rank(), size()));

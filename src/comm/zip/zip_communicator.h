@@ -66,6 +66,8 @@ class ZipCommunicator final : public Communicator {
   Work all_gather(const void* in, void* out, std::span<const size_t> counts, DType dtype) override;
   Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,
                     std::span<const size_t> recv_counts, DType dtype) override;
+  Work sendrecv_upto(const void* send_buf, size_t send_n, int dest, void* recv_buf,
+                     size_t recv_capacity, int source, size_t* received, DType dtype) override;
   Work broadcast(void* buf, size_t n, DType dtype, int root) override;
   Work send(const void* buf, size_t n, DType dtype, int peer) override;
   Work recv(void* buf, size_t n, DType dtype, int peer) override;
