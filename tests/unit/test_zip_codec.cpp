@@ -136,6 +136,22 @@ TEST(ZipCodec, AdversarialInputsRoundTrip) {
   }
 }
 
+// Chunk e holds Gaussian values and one element of exponent field e (every e, both dtypes): the
+// outlier falls inside or outside the chunk's window (the escape-free coding loop must not be
+// chosen when it escapes), at every distance from the base.
+TEST(ZipCodec, OneOutlierPerChunkAtEveryExponent) {
+  const size_t chunk = 4096;
+  std::vector<uint16_t> b = gaussian_bf16(256 * chunk, 0.02f, 41);
+  std::vector<uint32_t> f = gaussian_f32(256 * chunk, 0.02f, 43);
+  for (uint32_t e = 0; e < 256; ++e) {
+    const size_t at = e * chunk + (e * 37) % chunk;
+    b[at] = uint16_t((e << 7) | (e & 0x7f) | ((e & 1) << 15));
+    f[at] = (e << 23) | (e * 2654435761u & 0x7fffffu) | ((e & 2) << 30);
+  }
+  expect_round_trip(b, DType::BF16, {.chunk_elems = chunk});
+  expect_round_trip(f, DType::F32, {.chunk_elems = chunk});
+}
+
 TEST(ZipCodec, ChoosesModesAndStaysWithinBounds) {
   const size_t n = 16384 * 4;
   CodecStats stats;

@@ -94,10 +94,11 @@ inline uint64_t load64(const uint8_t* p) {
 template <class T>
 ExponentStats gather_stats(const typename T::U* v, size_t n) {
   constexpr size_t kBlock = 4096;
-  ExponentStats st{n, 0, 0, 0, 0, 0};
+  ExponentStats st;
+  st.count = n;
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t end = std::min(n, b + kBlock);
-    uint32_t exp0 = 0, normal = 0, sum = 0, sum_sq = 0, zero = 0;
+    uint32_t exp0 = 0, normal = 0, sum = 0, sum_sq = 0, zero = 0, lo = 255, hi = 0;
     for (size_t i = b; i < end; ++i) {
       const uint32_t e = T::exponent(v[i]);
       const uint32_t is_normal = (e != 0) & (e != 255);
@@ -106,7 +107,11 @@ ExponentStats gather_stats(const typename T::U* v, size_t n) {
       normal += is_normal;
       sum += is_normal * e;
       sum_sq += is_normal * e * e;
+      lo = std::min(lo, e + (is_normal ^ 1u) * 255u);  // arithmetic, not a branch: vectorises
+      hi = std::max(hi, e * is_normal);
     }
+    st.min_normal = std::min(st.min_normal, lo);
+    st.max_normal = std::max(st.max_normal, hi);
     st.exp0 += exp0;
     st.exact_zero += zero;
     st.normal += normal;
@@ -170,14 +175,16 @@ struct StreamWriter {
   unsigned filled = 0;
   uint8_t* out;  // next byte of the stream
   uint8_t* esc;  // next escaped exponent of the stream
-  template <class T>
+  template <class T, bool kEscapes>
   void put(typename T::U x, const uint32_t* table) {
     const uint32_t e = T::exponent(x);
     const uint32_t c = table[e];
     acc |= uint64_t(c & 0xffffu) << filled;
     filled += (c >> 16) & 0xffu;
-    *esc = uint8_t(e);
-    esc += c >> 24;
+    if constexpr (kEscapes) {
+      *esc = uint8_t(e);
+      esc += c >> 24;
+    }
   }
   void flush() {
     std::memcpy(out, &acc, 8);
@@ -203,8 +210,17 @@ void put_raws(const typename T::U* v, size_t m, uint8_t* raw) {
   }
 }
 
-// Codes L streams side by side (more than two writers no longer fit the registers).
-template <class T, size_t L>
+// Whether a chunk with these statistics has no escaped exponent under this base: no exponent
+// field 255 and every normal one inside the window (zeros and subnormals have their own symbol).
+bool escape_free(const ExponentStats& st, const CodebookChoice& choice) {
+  if (st.exp0 + st.normal != st.count) return false;
+  return st.normal == 0 || (int(st.min_normal) >= int(choice.base) - kWindowBelow &&
+                            int(st.max_normal) <= int(choice.base) + kWindowAbove);
+}
+
+// Codes L streams side by side (more than two writers no longer fit the registers); without
+// escapes (kEscapes false: the caller checked the statistics), no escape bytes are written.
+template <class T, size_t L, bool kEscapes>
 void encode_lanes(const typename T::U* v, const size_t* begin, const uint32_t* table,
                   StreamWriter* w) {
   size_t common = begin[1] - begin[0];
@@ -212,22 +228,24 @@ void encode_lanes(const typename T::U* v, const size_t* begin, const uint32_t* t
   size_t j = 0;
   for (; j + 4 <= common; j += 4) {
     for (size_t r = 0; r < 4; ++r)
-      for (size_t k = 0; k < L; ++k) w[k].template put<T>(v[begin[k] + j + r], table);
+      for (size_t k = 0; k < L; ++k) w[k].template put<T, kEscapes>(v[begin[k] + j + r], table);
     for (size_t k = 0; k < L; ++k) w[k].flush();
   }
   for (size_t k = 0; k < L; ++k)
     for (size_t i = begin[k] + j; i < begin[k + 1]; ++i) {
-      w[k].template put<T>(v[i], table);
+      w[k].template put<T, kEscapes>(v[i], table);
       w[k].flush();
     }
 }
 
 // Writes m*kRawBytes raw bytes to raw, the escaped exponents in element order to esc (capacity
 // m + 1) and the bits region to bits (capacity stream_table_bytes + S * max_stream_bytes).
-// scratch: S * max_stream_bytes(m) bytes for the streams before they are packed.
+// scratch: S * max_stream_bytes(m) bytes for the streams before they are packed. escapes false:
+// the statistics show that none can occur (escape_free), and the coding loop skips them.
 template <class T>
 DenseResult encode_dense(const typename T::U* v, size_t m, const CodebookChoice& choice,
-                         uint8_t* raw, uint8_t* esc, uint8_t* bits, uint8_t* scratch) {
+                         bool escapes, uint8_t* raw, uint8_t* esc, uint8_t* bits,
+                         uint8_t* scratch) {
   put_raws<T>(v, m, raw);
   uint32_t table[256];
   encode_table(choice, table);
@@ -239,10 +257,14 @@ DenseResult encode_dense(const typename T::U* v, size_t m, const CodebookChoice&
     w[k].out = scratch + k * cap;
     w[k].esc = esc + begin[k];  // stream k has at most its own elements' escapes
   }
-  if (streams == 1)
-    encode_lanes<T, 1>(v, begin, table, w);
+  if (streams == 1 && escapes)
+    encode_lanes<T, 1, true>(v, begin, table, w);
+  else if (streams == 1)
+    encode_lanes<T, 1, false>(v, begin, table, w);
+  else if (escapes)
+    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2, true>(v, begin + k, table, w + k);
   else
-    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2>(v, begin + k, table, w + k);
+    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2, false>(v, begin + k, table, w + k);
   DenseResult result;
   const size_t table_bytes = stream_table_bytes(m);
   uint8_t* packed = bits + table_bytes;
@@ -455,14 +477,16 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
       }
       coded = nz;
     }
-    const CodebookChoice choice = choose_codebook(sparse ? gather_stats<T>(coded, m) : stats);
+    const ExponentStats coded_stats = sparse ? gather_stats<T>(coded, m) : stats;
+    const CodebookChoice choice = choose_codebook(coded_stats);
     if (s.escapes.size() < m + 1) s.escapes.resize(m + 1);
     const size_t streams_bytes = stream_count(m) * max_stream_bytes(m);
     if (s.bits.size() < stream_table_bytes(m) + streams_bytes)
       s.bits.resize(stream_table_bytes(m) + streams_bytes);
     if (s.streams.size() < streams_bytes) s.streams.resize(streams_bytes);
-    const DenseResult r = encode_dense<T>(coded, m, choice, body + head, s.escapes.data(),
-                                          s.bits.data(), s.streams.data());
+    const DenseResult r =
+        encode_dense<T>(coded, m, choice, !escape_free(coded_stats, choice), body + head,
+                        s.escapes.data(), s.bits.data(), s.streams.data());
     const size_t total = head + m * T::kRawBytes + r.escapes + r.region;
     if (total < raw_payload) {
       h = Header{sparse ? ChunkMode::SPARSE : ChunkMode::DENSE,

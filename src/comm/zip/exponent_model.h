@@ -36,12 +36,13 @@ inline constexpr int kNumCodebooks = kLocationLevels * kSpreadLevels * kZeroLeve
 
 // Exponent statistics of one chunk (one pass; see gather in chunk_codec.cpp).
 struct ExponentStats {
-  uint64_t count = 0;       // elements
-  uint64_t exp0 = 0;        // exponent field 0 (zeros of either sign, subnormals)
-  uint64_t normal = 0;      // exponent field 1..254
-  uint64_t sum = 0;         // of the exponent fields of normal elements
-  uint64_t sum_sq = 0;      // of their squares
-  uint64_t exact_zero = 0;  // all bits zero (+0.0)
+  uint64_t count = 0;                         // elements
+  uint64_t exp0 = 0;                          // exponent field 0 (zeros of either sign, subnormals)
+  uint64_t normal = 0;                        // exponent field 1..254
+  uint64_t sum = 0;                           // of the exponent fields of normal elements
+  uint64_t sum_sq = 0;                        // of their squares
+  uint64_t exact_zero = 0;                    // all bits zero (+0.0)
+  uint32_t min_normal = 255, max_normal = 0;  // range of the normal exponent fields
 };
 
 struct CodebookChoice {
