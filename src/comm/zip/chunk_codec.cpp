@@ -121,7 +121,7 @@ ExponentStats gather_stats(const typename T::U* v, size_t n) {
   return st;
 }
 
-// The 256-entry encode table for a codebook and base: code | length << 16 | escape << 24.
+// The 256-entry encode table for a codebook and base: code | length << 16.
 void encode_table(const CodebookChoice& choice, uint32_t* table) {
   const Codebook& book = codebook(choice.book);
   for (int e = 0; e < 256; ++e) {
@@ -132,8 +132,7 @@ void encode_table(const CodebookChoice& choice, uint32_t* table) {
       const int j = e - int(choice.base);
       if (j >= -kWindowBelow && j <= kWindowAbove) sym = kSymWindow0 + j + kWindowBelow;
     }
-    table[e] = uint32_t(book.code[size_t(sym)]) | uint32_t(book.length[size_t(sym)]) << 16 |
-               uint32_t(sym == kSymEscape) << 24;
+    table[e] = uint32_t(book.code[size_t(sym)]) | uint32_t(book.length[size_t(sym)]) << 16;
   }
 }
 
@@ -169,22 +168,17 @@ struct DenseResult {
   size_t region = 0;  // bytes of the bits region (table and streams)
 };
 
-// Bit writer of one stream: up to four codes (48 bits) between flushes.
+// Bit writer of one stream: up to four codes (48 bits) between flushes. Escaped exponents are
+// coded as the ESCAPE symbol here; collect_escapes stores their fields.
 struct StreamWriter {
   uint64_t acc = 0;
   unsigned filled = 0;
   uint8_t* out;  // next byte of the stream
-  uint8_t* esc;  // next escaped exponent of the stream
-  template <class T, bool kEscapes>
+  template <class T>
   void put(typename T::U x, const uint32_t* table) {
-    const uint32_t e = T::exponent(x);
-    const uint32_t c = table[e];
+    const uint32_t c = table[T::exponent(x)];
     acc |= uint64_t(c & 0xffffu) << filled;
-    filled += (c >> 16) & 0xffu;
-    if constexpr (kEscapes) {
-      *esc = uint8_t(e);
-      esc += c >> 24;
-    }
+    filled += c >> 16;
   }
   void flush() {
     std::memcpy(out, &acc, 8);
@@ -210,6 +204,30 @@ void put_raws(const typename T::U* v, size_t m, uint8_t* raw) {
   }
 }
 
+// Stores the escaped exponent fields of m elements in element order (capacity m); returns how
+// many. Escaped: neither 0 (its own symbol) nor inside the window (a field of 255 never is).
+// Blocks of 64 are first tested as a whole (vectorised), and only blocks holding an escape are
+// scanned one element at a time.
+template <class T>
+uint32_t collect_escapes(const typename T::U* v, size_t m, const CodebookChoice& choice,
+                         uint8_t* esc) {
+  const uint32_t lo = uint32_t(std::max(1, int(choice.base) - kWindowBelow)),
+                 hi = uint32_t(std::min(254, int(choice.base) + kWindowAbove));
+  auto escaped = [&](uint32_t e) { return (e != 0) & ((e < lo) | (e > hi)); };
+  uint32_t count = 0;
+  for (size_t b = 0; b < m; b += 64) {
+    const size_t end = std::min(m, b + 64);
+    uint32_t any = 0;
+    for (size_t i = b; i < end; ++i) any |= escaped(T::exponent(v[i]));
+    if (!any) continue;
+    for (size_t i = b; i < end; ++i) {
+      const uint32_t e = T::exponent(v[i]);
+      if (escaped(e)) esc[count++] = uint8_t(e);
+    }
+  }
+  return count;
+}
+
 // Whether a chunk with these statistics has no escaped exponent under this base: no exponent
 // field 255 and every normal one inside the window (zeros and subnormals have their own symbol).
 bool escape_free(const ExponentStats& st, const CodebookChoice& choice) {
@@ -218,9 +236,8 @@ bool escape_free(const ExponentStats& st, const CodebookChoice& choice) {
                             int(st.max_normal) <= int(choice.base) + kWindowAbove);
 }
 
-// Codes L streams side by side (more than two writers no longer fit the registers); without
-// escapes (kEscapes false: the caller checked the statistics), no escape bytes are written.
-template <class T, size_t L, bool kEscapes>
+// Codes L streams side by side (more than two writers no longer fit the registers).
+template <class T, size_t L>
 void encode_lanes(const typename T::U* v, const size_t* begin, const uint32_t* table,
                   StreamWriter* w) {
   size_t common = begin[1] - begin[0];
@@ -228,47 +245,40 @@ void encode_lanes(const typename T::U* v, const size_t* begin, const uint32_t* t
   size_t j = 0;
   for (; j + 4 <= common; j += 4) {
     for (size_t r = 0; r < 4; ++r)
-      for (size_t k = 0; k < L; ++k) w[k].template put<T, kEscapes>(v[begin[k] + j + r], table);
+      for (size_t k = 0; k < L; ++k) w[k].template put<T>(v[begin[k] + j + r], table);
     for (size_t k = 0; k < L; ++k) w[k].flush();
   }
   for (size_t k = 0; k < L; ++k)
     for (size_t i = begin[k] + j; i < begin[k + 1]; ++i) {
-      w[k].template put<T, kEscapes>(v[i], table);
+      w[k].template put<T>(v[i], table);
       w[k].flush();
     }
 }
 
 // Writes m*kRawBytes raw bytes to raw, the escaped exponents in element order to esc (capacity
-// m + 1) and the bits region to bits (capacity stream_table_bytes + S * max_stream_bytes).
+// m) and the bits region to bits (capacity stream_table_bytes + S * max_stream_bytes).
 // scratch: S * max_stream_bytes(m) bytes for the streams before they are packed. escapes false:
-// the statistics show that none can occur (escape_free), and the coding loop skips them.
+// the statistics show that none can occur (escape_free), and the search for them is skipped.
 template <class T>
 DenseResult encode_dense(const typename T::U* v, size_t m, const CodebookChoice& choice,
                          bool escapes, uint8_t* raw, uint8_t* esc, uint8_t* bits,
                          uint8_t* scratch) {
   put_raws<T>(v, m, raw);
-  uint32_t table[256];
+  DenseResult result;
+  result.escapes = escapes ? collect_escapes<T>(v, m, choice, esc) : 0;
+  uint32_t table[256];  // code | length << 16
   encode_table(choice, table);
   const size_t streams = stream_count(m), cap = max_stream_bytes(m);
   StreamWriter w[kStreams];
   size_t begin[kStreams + 1];
   for (size_t k = 0; k <= streams; ++k) begin[k] = stream_begin(m, k);
-  for (size_t k = 0; k < streams; ++k) {
-    w[k].out = scratch + k * cap;
-    w[k].esc = esc + begin[k];  // stream k has at most its own elements' escapes
-  }
-  if (streams == 1 && escapes)
-    encode_lanes<T, 1, true>(v, begin, table, w);
-  else if (streams == 1)
-    encode_lanes<T, 1, false>(v, begin, table, w);
-  else if (escapes)
-    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2, true>(v, begin + k, table, w + k);
+  for (size_t k = 0; k < streams; ++k) w[k].out = scratch + k * cap;
+  if (streams == 1)
+    encode_lanes<T, 1>(v, begin, table, w);
   else
-    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2, false>(v, begin + k, table, w + k);
-  DenseResult result;
+    for (size_t k = 0; k < streams; k += 2) encode_lanes<T, 2>(v, begin + k, table, w + k);
   const size_t table_bytes = stream_table_bytes(m);
   uint8_t* packed = bits + table_bytes;
-  uint8_t* esc_end = esc;
   for (size_t k = 0; k < streams; ++k) {
     const uint8_t* stream = scratch + k * cap;
     const uint64_t nbits = uint64_t(w[k].out - stream) * 8 + w[k].filled;
@@ -281,11 +291,7 @@ DenseResult encode_dense(const typename T::U* v, size_t m, const CodebookChoice&
     std::memcpy(packed, stream, nbytes);
     packed += nbytes;
     result.bits += nbits;
-    const size_t stream_escapes = size_t(w[k].esc - (esc + begin[k]));
-    std::memmove(esc_end, esc + begin[k], stream_escapes);
-    esc_end += stream_escapes;
   }
-  result.escapes = uint32_t(esc_end - esc);
   result.region = size_t(packed - bits);
   return result;
 }
