@@ -612,11 +612,7 @@ Work MpiCommunicator::recv(void* buf, size_t n, DType dtype, int peer) {
 
 Work MpiCommunicator::sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf,
                                size_t recv_n, int source, DType dtype) {
-  check_peer(Kind::SENDRECV, dest, rank_, size_, true);
-  check_peer(Kind::SENDRECV, source, rank_, size_, true);
-  check_buffer(Kind::SENDRECV, send_buf, send_n, "send_buf");
-  check_buffer(Kind::SENDRECV, recv_buf, recv_n, "recv_buf");
-  check_disjoint(Kind::SENDRECV, send_buf, send_n, recv_buf, recv_n, dtype, "send_buf", "recv_buf");
+  check_sendrecv(send_buf, send_n, dest, recv_buf, recv_n, source, dtype, rank_, size_);
   count_call(stats_, Kind::SENDRECV, sendrecv_bytes(send_n, dest, recv_n, source, dtype, rank_));
   Op op;
   op.kind = Kind::SENDRECV, op.dtype = dtype, op.in = send_buf, op.n = send_n, op.peer = dest;
@@ -639,12 +635,7 @@ Work MpiCommunicator::all_to_all_v(const void* send, std::span<const size_t> sen
 Work MpiCommunicator::sendrecv_upto(const void* send_buf, size_t send_n, int dest, void* recv_buf,
                                     size_t recv_capacity, int source, size_t* received,
                                     DType dtype) {
-  check_peer(Kind::SENDRECV, dest, rank_, size_, true);
-  check_peer(Kind::SENDRECV, source, rank_, size_, true);
-  check_buffer(Kind::SENDRECV, send_buf, send_n, "send_buf");
-  check_buffer(Kind::SENDRECV, recv_buf, recv_capacity, "recv_buf");
-  check_disjoint(Kind::SENDRECV, send_buf, send_n, recv_buf, recv_capacity, dtype, "send_buf",
-                 "recv_buf");
+  check_sendrecv(send_buf, send_n, dest, recv_buf, recv_capacity, source, dtype, rank_, size_);
   GOSSAMER_CHECK(received != nullptr, "comm sendrecv_upto: received is null");
   const size_t es = dtype_size(dtype), limit = std::min(max_chunk_bytes_ / es, size_t(INT_MAX));
   for (size_t n : {send_n, recv_capacity})  // one message each way: never split

@@ -266,12 +266,7 @@ class NcclCommunicator final : public Communicator {
 
   Work sendrecv(const void* send_buf, size_t send_n, int dest, void* recv_buf, size_t recv_n,
                 int source, DType dtype) override {
-    check_peer(Kind::SENDRECV, dest, rank_, size_, true);
-    check_peer(Kind::SENDRECV, source, rank_, size_, true);
-    check_buffer(Kind::SENDRECV, send_buf, send_n, "send_buf");
-    check_buffer(Kind::SENDRECV, recv_buf, recv_n, "recv_buf");
-    check_disjoint(Kind::SENDRECV, send_buf, send_n, recv_buf, recv_n, dtype, "send_buf",
-                   "recv_buf");
+    check_sendrecv(send_buf, send_n, dest, recv_buf, recv_n, source, dtype, rank_, size_);
     count_call(stats_, Kind::SENDRECV, sendrecv_bytes(send_n, dest, recv_n, source, dtype, rank_));
     return launch(Kind::SENDRECV, (send_n + recv_n) * dtype_size(dtype), [&] {
       nccl_check(ncclGroupStart(), "ncclGroupStart");

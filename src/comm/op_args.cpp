@@ -87,6 +87,15 @@ bool check_reduce_scatter(const void* in, const void* out, std::span<const size_
   return check_parts(Kind::REDUCE_SCATTER, in, out, counts, dtype, rank, world, "in", "out");
 }
 
+void check_sendrecv(const void* send_buf, size_t send_n, int dest, const void* recv_buf,
+                    size_t recv_n, int source, DType dtype, int rank, int world) {
+  check_peer(Kind::SENDRECV, dest, rank, world, true);
+  check_peer(Kind::SENDRECV, source, rank, world, true);
+  check_buffer(Kind::SENDRECV, send_buf, send_n, "send_buf");
+  check_buffer(Kind::SENDRECV, recv_buf, recv_n, "recv_buf");
+  check_disjoint(Kind::SENDRECV, send_buf, send_n, recv_buf, recv_n, dtype, "send_buf", "recv_buf");
+}
+
 bool check_all_gather(const void* in, const void* out, std::span<const size_t> counts, DType dtype,
                       int rank, int world) {
   return check_parts(Kind::ALL_GATHER, out, in, counts, dtype, rank, world, "out", "in");

@@ -25,6 +25,10 @@ void check_peer(Kind kind, int peer, int rank, int world, bool allow_self);
 // The two buffers (of a_n and b_n elements) must not overlap.
 void check_disjoint(Kind kind, const void* a, size_t a_n, const void* b, size_t b_n, DType dtype,
                     const char* a_name, const char* b_name);
+// sendrecv (and sendrecv_upto, recv_n its room): dest and source ranks of the world (oneself
+// allowed), buffers non-null when they hold elements, the two disjoint.
+void check_sendrecv(const void* send_buf, size_t send_n, int dest, const void* recv_buf,
+                    size_t recv_n, int source, DType dtype, int rank, int world);
 
 // Checks counts (one per rank), buffers and overlap; returns true when the call is in place.
 bool check_reduce_scatter(const void* in, const void* out, std::span<const size_t> counts,
