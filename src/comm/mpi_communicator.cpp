@@ -469,13 +469,12 @@ void MpiCommunicator::post_all_to_all(InFlight& f) {
   f.statuses.resize(f.requests.size());
 }
 
-// After MPI_Testall returned rc with every request of f complete (or an error): the errors of
-// the receives, then what arrived from each source against what was expected.
 // sendrecv_upto: one receive of up to the capacity from the source and one send to the dest.
+// (Both requests start null, so a failed post leaves nothing for fail_in_flight to cancel.)
 void MpiCommunicator::post_sendrecv_upto(InFlight& f) {
   const Op& op = f.op;
   const MPI_Datatype type = mpi_datatype(op.dtype);
-  f.requests.resize(2);
+  f.requests.assign(2, MPI_REQUEST_NULL);
   f.recv_peers.assign(1, op.peer2);
   mpi_check(MPI_Irecv(op.out, int(op.n2), type, op.peer2, kTag, comm_, &f.requests[0]),
             "MPI_Irecv (sendrecv_upto)");
@@ -496,12 +495,17 @@ void MpiCommunicator::check_sendrecv_upto(const InFlight& f, int rc) {
   mpi_check(rc, "MPI_Testall (sendrecv_upto)");
   int n = 0;
   MPI_Get_count(&f.statuses[0], type, &n);
+  GOSSAMER_CHECK(n != MPI_UNDEFINED && n >= 0,
+                 "sendrecv_upto: rank %d sent a message that is not a whole number of %s elements",
+                 op.peer2, dtype_name(op.dtype));
   *op.received = size_t(n);
   if (op.peer2 == rank_) return;
   std::lock_guard<std::mutex> lock(mutex_);
   upto_received_ += int64_t(size_t(n) * dtype_size(op.dtype));
 }
 
+// After MPI_Testall returned rc with every request of f complete (or an error): the errors of
+// the receives, then what arrived from each source against what was expected.
 void MpiCommunicator::check_all_to_all(const InFlight& f, int rc) {
   const MPI_Datatype type = mpi_datatype(f.op.dtype);
   const std::vector<size_t>& recv_counts = f.op.counts2;

@@ -318,9 +318,10 @@ TEST(ZipComm, OtherOperationsPassThrough) {
   zip->sendrecv(&to, 1, (rank + 1) % world, &from, 1, (rank + world - 1) % world, DType::I32)
       .wait();
   EXPECT_EQ(from, (rank + world - 1) % world);
-  // sendrecv_upto: rank r sends r + 1 elements into a room of 8; the bytes that arrived counted.
+  // sendrecv_upto: rank r sends r + 1 elements into a room of world + 1; the bytes that arrived
+  // counted.
   const int source = (rank + world - 1) % world;
-  std::vector<int32_t> mine(size_t(rank + 1), rank), room(8, -1);
+  std::vector<int32_t> mine(size_t(rank + 1), rank), room(size_t(world) + 1, -1);
   size_t received = 0;
   const int64_t before = zip->stats()[Kind::SENDRECV].bytes_received;
   zip->sendrecv_upto(mine.data(), mine.size(), (rank + 1) % world, room.data(), room.size(), source,
