@@ -43,6 +43,8 @@ std::unique_ptr<Communicator> make_mpi(const LaunchEnv& env) {
         "comm: %s, but MPI reports rank %d of %d; using MPI's view (a launcher variable "
         "inherited from a batch script?)",
         describe(env).c_str(), comm->rank(), comm->size());
+  if (comm->rank() == 0 && !comm->transport_defaults().empty())
+    log_info("comm: mpi transport: %s", comm->transport_defaults().c_str());
   return comm;
 }
 

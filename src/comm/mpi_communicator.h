@@ -47,6 +47,8 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   bool device_buffers() const override { return false; }
+  // The transport defaults given to MPI before it started (mpi_transport_defaults.h), or empty.
+  const std::string& transport_defaults() const { return runtime_->transport_defaults(); }
 
   Work all_reduce(void* buf, size_t n, DType dtype, ReduceOp op) override;
   Work reduce_scatter(const void* in, void* out, std::span<const size_t> counts, DType dtype,

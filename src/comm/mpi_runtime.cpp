@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "comm/bf16.h"
+#include "comm/mpi_transport_defaults.h"
 #include "core/error.h"
 
 namespace gossamer::comm {
@@ -65,6 +66,7 @@ std::shared_ptr<MpiRuntime> MpiRuntime::acquire() {
   MPI_Initialized(&initialized);
   int provided = 0;
   if (!initialized) {
+    rt->transport_defaults_ = apply_mpi_transport_defaults();
     mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
               "comm: MPI_Init_thread");
     rt->initialized_here_ = true;

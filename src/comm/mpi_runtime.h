@@ -23,10 +23,14 @@ class MpiRuntime {
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 
   MPI_Op op(ReduceOp op, DType dtype) const;  // bf16: our fp32-accumulating operators
+  // What apply_mpi_transport_defaults() set before MPI_Init, for the log; empty when MPI was
+  // initialized by someone else or the library is not Open MPI.
+  const std::string& transport_defaults() const { return transport_defaults_; }
 
  private:
   MpiRuntime() = default;
   bool initialized_here_ = false;
+  std::string transport_defaults_;
   MPI_Op bf16_ops_[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum, max, min
 };
 

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
+#include "comm/mpi_transport_defaults.h"
 #include "comm_test_util.h"
 #include "core/error.h"
 #include "mpi_test_main.h"
@@ -23,6 +25,34 @@ namespace {
 using namespace test;
 
 // ---- mpi backend only --------------------------------------------------------------------------
+
+// Open MPI's TCP transport was told to send messages up to 2 MiB eagerly before MPI_Init (ctest's
+// mpirun sets none of the three), and a user's own setting of any one keeps all three theirs.
+TEST(MpiBackend, OpenMpiTcpEagerDefaults) {
+#ifdef OPEN_MPI
+  auto* mpi = dynamic_cast<MpiCommunicator*>(g_mpi);
+  ASSERT_NE(mpi, nullptr);
+  const char* names[] = {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_rndv_eager_limit",
+                         "OMPI_MCA_btl_tcp_max_send_size"};
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    ASSERT_NE(value, nullptr) << name;
+    EXPECT_STREQ(value, "2097152") << name;
+  }
+  EXPECT_NE(mpi->transport_defaults().find("2097152"), std::string::npos)
+      << mpi->transport_defaults();
+  // A user's value of one of them: nothing else is touched, and the log line names it.
+  for (const char* name : names) unsetenv(name);
+  setenv(names[1], "4096", 1);
+  const std::string kept = apply_mpi_transport_defaults();
+  EXPECT_NE(kept.find("btl_tcp_rndv_eager_limit=4096"), std::string::npos) << kept;
+  EXPECT_EQ(std::getenv(names[0]), nullptr);
+  EXPECT_EQ(std::getenv(names[2]), nullptr);
+  for (const char* name : names) setenv(name, "2097152", 1);
+#else
+  GTEST_SKIP() << "not Open MPI: no transport defaults";
+#endif
+}
 
 // A tiny chunk limit sends every operation through the split paths (several MPI calls per
 // operation; reduce_scatter / all_gather via rooted MPI_Reduce / MPI_Bcast per part).
