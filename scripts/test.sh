@@ -10,7 +10,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 bash scripts/install-deps.sh
 
 echo "== formatting (clang-format, .clang-format) =="
-git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
+git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 bash scripts/build.sh -DGOSSAMER_WERROR=ON
 bash scripts/prepare-data.sh web
 
@@ -24,7 +24,8 @@ if [[ "${GOSSAMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   [[ -f build-asan/CMakeCache.txt ]] || cmake -S . -B build-asan "${generator[@]}" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGOSSAMER_SANITIZE=ON -DGOSSAMER_WERROR=ON >/dev/null
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGOSSAMER_SANITIZE=ON -DGOSSAMER_CUDA=OFF \
+    -DGOSSAMER_WERROR=ON >/dev/null
   # Only the unit tests run here: build their targets, not the CLI, benches and MPI tests.
   mapfile -t unit_targets < <(ctest --test-dir build-asan -N -L unit |
     sed -n 's/^ *Test *#[0-9]*: unit\.//p')

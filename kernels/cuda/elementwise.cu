@@ -1,0 +1,87 @@
+// Implementation of elementwise.cuh.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "kernels/cuda/cuda_context.cuh"
+#include "kernels/cuda/elementwise.cuh"
+
+namespace gossamer::kernels::cuda {
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr unsigned kSumBlocks = 256;  // partials of sum_squares (fixed: determinism)
+
+__global__ void add_kernel(float* out, const float* a, const float* b, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = a[i] + b[i];
+}
+
+__global__ void accumulate_kernel(float* dst, const float* src, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    dst[i] += src[i];
+}
+
+__global__ void scale_kernel(float* x, float s, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    x[i] *= s;
+}
+
+// Block b sums x[i]^2 over i = b*kThreads + t + k*(gridDim*kThreads) in thread t, then a tree
+// over the block's threads in a fixed order.
+__global__ void sum_squares_kernel(const float* x, size_t n, double* partial) {
+  __shared__ double s[kThreads];
+  double acc = 0;
+  for (size_t i = blockIdx.x * size_t(kThreads) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * kThreads) {
+    const double v = x[i];
+    acc += v * v;
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) s[threadIdx.x] += s[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+
+}  // namespace
+
+void add(float* out, const float* a, const float* b, size_t n) {
+  if (n == 0) return;
+  add_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, a, b, n);
+  GOSSAMER_CUDA_LAUNCHED("add_kernel");
+}
+
+void accumulate(float* dst, const float* src, size_t n) {
+  if (n == 0) return;
+  accumulate_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(dst, src, n);
+  GOSSAMER_CUDA_LAUNCHED("accumulate_kernel");
+}
+
+void scale(float* x, float s, size_t n) {
+  if (n == 0) return;
+  scale_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(x, s, n);
+  GOSSAMER_CUDA_LAUNCHED("scale_kernel");
+}
+
+double sum_squares(const float* x, size_t n) {
+  if (n == 0) return 0.0;
+  auto* partial = static_cast<double*>(workspace(kSumBlocks * sizeof(double)));
+  sum_squares_kernel<<<kSumBlocks, kThreads, 0, stream()>>>(x, n, partial);
+  GOSSAMER_CUDA_LAUNCHED("sum_squares_kernel");
+  std::vector<double> host(kSumBlocks);
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial, kSumBlocks * sizeof(double),
+                                      cudaMemcpyDeviceToHost, stream()));
+  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  double total = 0;
+  for (double p : host) total += p;
+  return total;
+}
+
+}  // namespace gossamer::kernels::cuda

@@ -1,0 +1,237 @@
+// A float op table whose entries run the CUDA kernels on host buffers: each call copies every
+// buffer it is given to the GPU (inside guard bands of sentinel bytes), runs the kernel, waits,
+// checks the guard bands, and copies every buffer back (inputs too, so that the op test
+// harness's "inputs unchanged" check sees a kernel that writes into an input). Host pointers
+// passed twice to one call (in-place ops) map to one device buffer, so aliasing is preserved.
+// This is how the table-driven op tests (tests/unit/op_test_harness.h) check CUDA kernels
+// against the double CPU reference unchanged. Entries of ops not yet on CUDA stay null
+// (cuda_ops_available() lists the ones that are). Test code; header-only; needs a GPU to call.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_context.cuh"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/encoder.cuh"
+#include "kernels/cuda/gelu.cuh"
+#include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/swiglu.cuh"
+#include "kernels/ops.h"
+
+namespace gossamer::cuda_test {
+
+inline constexpr size_t kGuardBytes = 256;
+inline constexpr unsigned char kGuardByte = 0xA5;
+
+// The device copies of one op call's buffers.
+class Stager {
+ public:
+  explicit Stager(const char* op) : op_(op) {}
+  Stager(const Stager&) = delete;
+  Stager& operator=(const Stager&) = delete;
+  ~Stager() {
+    for (auto& b : bufs_) cudaFree(b.base);
+  }
+
+  // The device copy of host buffer p of n elements (nullptr stays nullptr).
+  template <class T>
+  T* operator()(const T* p, size_t n) {
+    if (p == nullptr) return nullptr;
+    const size_t bytes = n * sizeof(T);
+    for (auto& b : bufs_) {
+      if (b.host == p) {
+        EXPECT_EQ(b.bytes, bytes) << op_ << ": one host buffer staged with two sizes";
+        return reinterpret_cast<T*>(b.base + kGuardBytes);
+      }
+    }
+    Buf b{const_cast<void*>(static_cast<const void*>(p)), bytes, nullptr};
+    check(cudaMalloc(reinterpret_cast<void**>(&b.base), bytes + 2 * kGuardBytes), "cudaMalloc");
+    check(cudaMemset(b.base, kGuardByte, bytes + 2 * kGuardBytes), "cudaMemset");
+    if (bytes) check(cudaMemcpy(b.base + kGuardBytes, p, bytes, cudaMemcpyHostToDevice), "H2D");
+    bufs_.push_back(b);
+    return reinterpret_cast<T*>(b.base + kGuardBytes);
+  }
+
+  // Waits for the kernels, checks every guard band and copies every buffer back.
+  void finish() {
+    check(cudaDeviceSynchronize(), "kernel");
+    std::vector<unsigned char> guard(kGuardBytes);
+    for (auto& b : bufs_) {
+      for (size_t at : {size_t{0}, kGuardBytes + b.bytes}) {
+        check(cudaMemcpy(guard.data(), b.base + at, kGuardBytes, cudaMemcpyDeviceToHost), "D2H");
+        size_t bad = 0;
+        for (unsigned char c : guard) bad += c != kGuardByte;
+        EXPECT_EQ(bad, 0u) << op_ << ": wrote " << (at ? "after" : "before") << " a buffer";
+      }
+      if (b.bytes)
+        check(cudaMemcpy(b.host, b.base + kGuardBytes, b.bytes, cudaMemcpyDeviceToHost), "D2H");
+    }
+  }
+
+ private:
+  struct Buf {
+    void* host;
+    size_t bytes;
+    unsigned char* base;  // kGuardBytes, the data, kGuardBytes
+  };
+  void check(cudaError_t e, const char* what) {
+    kernels::cuda::cuda_check(e, (std::string(op_) + ": " + what).c_str(), __FILE__, __LINE__);
+  }
+  const char* op_;
+  std::vector<Buf> bufs_;
+};
+
+namespace staged {
+
+namespace k = kernels::cuda;
+
+inline void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                            int B, int T, int C) {
+  // wte / wpe sizes: the kernel reads rows up to the largest token / T - 1.
+  int32_t vp = 0;
+  for (size_t i = 0; i < size_t(B) * T; ++i) vp = tokens[i] + 1 > vp ? tokens[i] + 1 : vp;
+  Stager s("encoder_forward");
+  const size_t bt = size_t(B) * T;
+  k::encoder_forward(s(out, bt * C), s(tokens, bt), s(wte, size_t(vp) * C), s(wpe, size_t(T) * C),
+                     B, T, C);
+  s.finish();
+}
+inline void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                             int B, int T, int C) {
+  int32_t vp = 0;
+  for (size_t i = 0; i < size_t(B) * T; ++i) vp = tokens[i] + 1 > vp ? tokens[i] + 1 : vp;
+  Stager s("encoder_backward");
+  const size_t bt = size_t(B) * T;
+  k::encoder_backward(s(dwte, size_t(vp) * C), s(dwpe, size_t(T) * C), s(dout, bt * C),
+                      s(tokens, bt), B, T, C);
+  s.finish();
+}
+inline void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                              const float* w, const float* b, int N, int C) {
+  Stager s("layernorm_forward");
+  const size_t nc = size_t(N) * C;
+  k::layernorm_forward(s(out, nc), s(mean, N), s(rstd, N), s(inp, nc), s(w, C), s(b, C), N, C);
+  s.finish();
+}
+inline void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
+                               const float* inp, const float* w, const float* mean,
+                               const float* rstd, int N, int C) {
+  Stager s("layernorm_backward");
+  const size_t nc = size_t(N) * C;
+  k::layernorm_backward(s(dinp, nc), s(dw, C), s(db, C), s(dout, nc), s(inp, nc), s(w, C),
+                        s(mean, N), s(rstd, N), N, C);
+  s.finish();
+}
+inline void gelu_forward(float* out, const float* inp, size_t n) {
+  Stager s("gelu_forward");
+  k::gelu_forward(s(out, n), s(inp, n), n);
+  s.finish();
+}
+inline void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+  Stager s("gelu_backward");
+  k::gelu_backward(s(dinp, n), s(inp, n), s(dout, n), n);
+  s.finish();
+}
+inline void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C,
+                            double eps) {
+  Stager s("rmsnorm_forward");
+  const size_t nc = size_t(N) * C;
+  k::rmsnorm_forward(s(out, nc), s(rstd, N), s(inp, nc), s(w, C), N, C, eps);
+  s.finish();
+}
+inline void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                             const float* w, const float* rstd, int N, int C) {
+  Stager s("rmsnorm_backward");
+  const size_t nc = size_t(N) * C;
+  k::rmsnorm_backward(s(dinp, nc), s(dw, C), s(dout, nc), s(inp, nc), s(w, C), s(rstd, N), N, C);
+  s.finish();
+}
+inline void rope_forward(float* x, int B, int T, int n_heads, int head_dim, int row_stride,
+                         double theta) {
+  Stager s("rope_forward");
+  k::rope_forward(s(x, size_t(B) * T * row_stride), B, T, n_heads, head_dim, row_stride, theta);
+  s.finish();
+}
+inline void rope_backward(float* dx, int B, int T, int n_heads, int head_dim, int row_stride,
+                          double theta) {
+  Stager s("rope_backward");
+  k::rope_backward(s(dx, size_t(B) * T * row_stride), B, T, n_heads, head_dim, row_stride, theta);
+  s.finish();
+}
+inline void swiglu_forward(float* out, const float* inp, int N, int F) {
+  Stager s("swiglu_forward");
+  k::swiglu_forward(s(out, size_t(N) * F), s(inp, size_t(N) * 2 * F), N, F);
+  s.finish();
+}
+inline void swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int F) {
+  Stager s("swiglu_backward");
+  k::swiglu_backward(s(dinp, size_t(N) * 2 * F), s(dout, size_t(N) * F), s(inp, size_t(N) * 2 * F),
+                     N, F);
+  s.finish();
+}
+inline void add(float* out, const float* a, const float* b, size_t n) {
+  Stager s("add");
+  k::add(s(out, n), s(a, n), s(b, n), n);
+  s.finish();
+}
+inline void accumulate(float* dst, const float* src, size_t n) {
+  Stager s("accumulate");
+  k::accumulate(s(dst, n), s(src, n), n);
+  s.finish();
+}
+inline void scale(float* x, float v, size_t n) {
+  Stager s("scale");
+  k::scale(s(x, n), v, n);
+  s.finish();
+}
+inline double sum_squares(const float* x, size_t n) {
+  Stager s("sum_squares");
+  const double r = k::sum_squares(s(x, n), n);
+  s.finish();
+  return r;
+}
+
+}  // namespace staged
+
+// The staged table: the CUDA ops that exist, others null.
+inline kernels::OpTable cuda_staged_ops() {
+  kernels::OpTable t{};
+  t.backend = "cuda";
+  t.encoder_forward = staged::encoder_forward;
+  t.encoder_backward = staged::encoder_backward;
+  t.layernorm_forward = staged::layernorm_forward;
+  t.layernorm_backward = staged::layernorm_backward;
+  t.gelu_forward = staged::gelu_forward;
+  t.gelu_backward = staged::gelu_backward;
+  t.rmsnorm_forward = staged::rmsnorm_forward;
+  t.rmsnorm_backward = staged::rmsnorm_backward;
+  t.rope_forward = staged::rope_forward;
+  t.rope_backward = staged::rope_backward;
+  t.swiglu_forward = staged::swiglu_forward;
+  t.swiglu_backward = staged::swiglu_backward;
+  t.add = staged::add;
+  t.accumulate = staged::accumulate;
+  t.scale = staged::scale;
+  t.sum_squares = staged::sum_squares;
+  return t;
+}
+
+// GPUs visible to this process; 0 when the CUDA runtime reports an error (no driver, no device).
+inline int visible_gpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace gossamer::cuda_test
