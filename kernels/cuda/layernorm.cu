@@ -102,7 +102,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 
 void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                         const float* w, const float* mean, const float* rstd, int N, int C) {
-  if (N == 0) return;
+  if (N == 0 || C == 0) return;  // nothing to write (and no empty grid to launch)
   const unsigned blocks = (N + kWarpsPerBlock - 1) / kWarpsPerBlock;
   layernorm_backward_dinp_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream()>>>(dinp, dout, inp, w,
                                                                                mean, rstd, N, C);

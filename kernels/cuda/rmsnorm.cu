@@ -75,7 +75,7 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, 
 
 void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
                       const float* rstd, int N, int C) {
-  if (N == 0) return;
+  if (N == 0 || C == 0) return;  // nothing to write (and no empty grid to launch)
   const unsigned blocks = (N + kWarpsPerBlock - 1) / kWarpsPerBlock;
   rmsnorm_backward_dinp_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream()>>>(dinp, dout, inp, w,
                                                                              rstd, N, C);

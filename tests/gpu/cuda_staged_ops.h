@@ -4,8 +4,8 @@
 // harness's "inputs unchanged" check sees a kernel that writes into an input). Host pointers
 // passed twice to one call (in-place ops) map to one device buffer, so aliasing is preserved.
 // This is how the table-driven op tests (tests/unit/op_test_harness.h) check CUDA kernels
-// against the double CPU reference unchanged. Entries of ops not yet on CUDA stay null
-// (cuda_ops_available() lists the ones that are). Test code; header-only; needs a GPU to call.
+// against the double CPU reference unchanged. Entries of ops not yet on CUDA stay null (the
+// sparse optimizer updates). Test code; header-only; needs a GPU to call.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,13 +14,18 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/cuda/adam.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
@@ -29,7 +34,23 @@
 namespace gossamer::cuda_test {
 
 inline constexpr size_t kGuardBytes = 256;
-inline constexpr unsigned char kGuardByte = 0xA5;
+// 0xFF: every float read past a buffer is a NaN and every int32 is -1, so a kernel that reads
+// out of bounds fails the harness's NaN / tolerance checks instead of reading ~0.
+inline constexpr unsigned char kGuardByte = 0xFF;
+
+// Bytes every staged buffer starts after its guard band (0: 256-byte aligned, as cudaMalloc;
+// 4: only 4-byte aligned, as views into a packed parameter buffer can be). Set by StageOffset.
+inline size_t g_stage_offset = 0;
+class StageOffset {
+ public:
+  explicit StageOffset(size_t bytes) : saved_(g_stage_offset) { g_stage_offset = bytes; }
+  ~StageOffset() { g_stage_offset = saved_; }
+  StageOffset(const StageOffset&) = delete;
+  StageOffset& operator=(const StageOffset&) = delete;
+
+ private:
+  size_t saved_;
+};
 
 // The device copies of one op call's buffers.
 class Stager {
@@ -49,30 +70,35 @@ class Stager {
     for (auto& b : bufs_) {
       if (b.host == p) {
         EXPECT_EQ(b.bytes, bytes) << op_ << ": one host buffer staged with two sizes";
-        return reinterpret_cast<T*>(b.base + kGuardBytes);
+        return reinterpret_cast<T*>(b.data());
       }
     }
-    Buf b{const_cast<void*>(static_cast<const void*>(p)), bytes, nullptr};
-    check(cudaMalloc(reinterpret_cast<void**>(&b.base), bytes + 2 * kGuardBytes), "cudaMalloc");
-    check(cudaMemset(b.base, kGuardByte, bytes + 2 * kGuardBytes), "cudaMemset");
-    if (bytes) check(cudaMemcpy(b.base + kGuardBytes, p, bytes, cudaMemcpyHostToDevice), "H2D");
+    Buf b{const_cast<void*>(static_cast<const void*>(p)), bytes, g_stage_offset, nullptr};
+    const size_t total = b.front() + bytes + kGuardBytes;
+    check(cudaMalloc(reinterpret_cast<void**>(&b.base), total), "cudaMalloc");
+    check(cudaMemset(b.base, kGuardByte, total), "cudaMemset");
+    if (bytes) check(cudaMemcpy(b.data(), p, bytes, cudaMemcpyHostToDevice), "H2D");
+    // The kernel may run on a stream that does not wait for the legacy default stream.
+    check(cudaDeviceSynchronize(), "staging");
     bufs_.push_back(b);
-    return reinterpret_cast<T*>(b.base + kGuardBytes);
+    return reinterpret_cast<T*>(b.data());
   }
 
   // Waits for the kernels, checks every guard band and copies every buffer back.
   void finish() {
     check(cudaDeviceSynchronize(), "kernel");
-    std::vector<unsigned char> guard(kGuardBytes);
+    std::vector<unsigned char> guard;
     for (auto& b : bufs_) {
-      for (size_t at : {size_t{0}, kGuardBytes + b.bytes}) {
-        check(cudaMemcpy(guard.data(), b.base + at, kGuardBytes, cudaMemcpyDeviceToHost), "D2H");
+      const std::pair<size_t, size_t> bands[] = {{0, b.front()},
+                                                 {b.front() + b.bytes, kGuardBytes}};
+      for (auto [at, len] : bands) {
+        guard.resize(len);
+        check(cudaMemcpy(guard.data(), b.base + at, len, cudaMemcpyDeviceToHost), "D2H");
         size_t bad = 0;
         for (unsigned char c : guard) bad += c != kGuardByte;
         EXPECT_EQ(bad, 0u) << op_ << ": wrote " << (at ? "after" : "before") << " a buffer";
       }
-      if (b.bytes)
-        check(cudaMemcpy(b.host, b.base + kGuardBytes, b.bytes, cudaMemcpyDeviceToHost), "D2H");
+      if (b.bytes) check(cudaMemcpy(b.host, b.data(), b.bytes, cudaMemcpyDeviceToHost), "D2H");
     }
   }
 
@@ -80,7 +106,10 @@ class Stager {
   struct Buf {
     void* host;
     size_t bytes;
-    unsigned char* base;  // kGuardBytes, the data, kGuardBytes
+    size_t offset;        // g_stage_offset when staged
+    unsigned char* base;  // guard band (kGuardBytes + offset), the data, guard band (kGuardBytes)
+    size_t front() const { return kGuardBytes + offset; }
+    unsigned char* data() const { return base + front(); }
   };
   void check(cudaError_t e, const char* what) {
     kernels::cuda::cuda_check(e, (std::string(op_) + ": " + what).c_str(), __FILE__, __LINE__);
@@ -177,6 +206,62 @@ inline void swiglu_backward(float* dinp, const float* dout, const float* inp, in
                      N, F);
   s.finish();
 }
+inline void crossentropy_forward(float* losses, float* probs, const float* logits,
+                                 const int32_t* targets, int N, int V, int Vp) {
+  Stager s("crossentropy_forward");
+  const size_t nv = size_t(N) * Vp;
+  k::crossentropy_forward(s(losses, N), s(probs, nv), s(logits, nv), s(targets, N), N, V, Vp);
+  s.finish();
+}
+inline void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
+                                  float scale, int N, int V, int Vp) {
+  Stager s("crossentropy_backward");
+  const size_t nv = size_t(N) * Vp;
+  k::crossentropy_backward(s(dlogits, nv), s(probs, nv), s(targets, N), scale, N, V, Vp);
+  s.finish();
+}
+inline void adamw_update(float* param, const float* grad, float* m, float* v, size_t n,
+                         const kernels::AdamStep& hp) {
+  Stager s("adamw_update");
+  k::adamw_update(s(param, n), s(grad, n), s(m, n), s(v, n), n, hp);
+  s.finish();
+}
+inline void adams_update(float* param, const float* grad, float* m, size_t n,
+                         const kernels::AdamStep& hp) {
+  Stager s("adams_update");
+  k::adams_update(s(param, n), s(grad, n), s(m, n), n, hp);
+  s.finish();
+}
+inline void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                              int NKV) {
+  Stager s("attention_forward");
+  const size_t bt = size_t(B) * T, rows = size_t(B) * NH * T, R = C + 2 * size_t(NKV) * (C / NH);
+  k::attention_forward(s(out, bt * C), s(att, rows * T), s(qkv, bt * R), B, T, C, NH, NKV);
+  s.finish();
+}
+inline void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                               const float* att, int B, int T, int C, int NH, int NKV) {
+  Stager s("attention_backward");
+  const size_t bt = size_t(B) * T, rows = size_t(B) * NH * T, R = C + 2 * size_t(NKV) * (C / NH);
+  k::attention_backward(s(dqkv, bt * R), s(scratch, rows * T), s(dout, bt * C), s(qkv, bt * R),
+                        s(att, rows * T), B, T, C, NH, NKV);
+  s.finish();
+}
+inline void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
+                           int C, int OC) {
+  Stager s("matmul_forward");
+  k::matmul_forward(s(out, size_t(N) * OC), s(inp, size_t(N) * C), s(w, size_t(OC) * C),
+                    s(bias, OC), N, C, OC);
+  s.finish();
+}
+inline void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout,
+                            const float* inp, const float* w, int N, int C, int OC) {
+  Stager s("matmul_backward");
+  k::matmul_backward(s(dinp, size_t(N) * C), s(dw, size_t(OC) * C), s(dbias, OC),
+                     s(dout, size_t(N) * OC), s(inp, size_t(N) * C), s(w, size_t(OC) * C), N, C,
+                     OC);
+  s.finish();
+}
 inline void add(float* out, const float* a, const float* b, size_t n) {
   Stager s("add");
   k::add(s(out, n), s(a, n), s(b, n), n);
@@ -217,6 +302,14 @@ inline kernels::OpTable cuda_staged_ops() {
   t.rope_backward = staged::rope_backward;
   t.swiglu_forward = staged::swiglu_forward;
   t.swiglu_backward = staged::swiglu_backward;
+  t.matmul_forward = staged::matmul_forward;
+  t.matmul_backward = staged::matmul_backward;
+  t.attention_forward = staged::attention_forward;
+  t.attention_backward = staged::attention_backward;
+  t.crossentropy_forward = staged::crossentropy_forward;
+  t.crossentropy_backward = staged::crossentropy_backward;
+  t.adamw_update = staged::adamw_update;
+  t.adams_update = staged::adams_update;
   t.add = staged::add;
   t.accumulate = staged::accumulate;
   t.scale = staged::scale;
