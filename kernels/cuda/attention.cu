@@ -29,6 +29,15 @@ struct Shape {
   __device__ size_t att_row(int b, int h, int t) const {
     return ((size_t(b) * NH + h) * T + t) * size_t(T);
   }
+  // The position of element i of a (B, T, C) tensor: batch, time, query head, its kv head, and
+  // the index d inside the head.
+  struct Pos {
+    int b, t, h, g, d;
+  };
+  __device__ Pos pos(size_t i) const {
+    const int h = int(i / hs % NH);
+    return {int(i / C / T), int(i / C % T), h, h / (NH / NKV), int(i % hs)};
+  }
 };
 
 Shape make_shape(int B, int T, int C, int NH, int NKV) {
@@ -69,12 +78,10 @@ __global__ void attention_out_kernel(float* out, const float* att, const float* 
   const size_t n = size_t(S.B) * S.T * S.C;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    const int d = int(i % S.hs), h = int(i / S.hs % S.NH);
-    const int t = int(i / S.C % S.T), b = int(i / S.C / S.T);
-    const int g = h / (S.NH / S.NKV);
-    const float* a = att + S.att_row(b, h, t);
+    const Shape::Pos p = S.pos(i);
+    const float* a = att + S.att_row(p.b, p.h, p.t);
     float acc = 0;
-    for (int s = 0; s <= t; ++s) acc += a[s] * S.v(qkv, b, s, g)[d];
+    for (int s = 0; s <= p.t; ++s) acc += a[s] * S.v(qkv, p.b, s, p.g)[p.d];
     out[i] = acc;
   }
 }
@@ -107,13 +114,11 @@ __global__ void attention_dq_kernel(float* dqkv, const float* scratch, const flo
   const size_t n = size_t(S.B) * S.T * S.C;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    const int d = int(i % S.hs), h = int(i / S.hs % S.NH);
-    const int t = int(i / S.C % S.T), b = int(i / S.C / S.T);
-    const int g = h / (S.NH / S.NKV);
-    const float* ds = scratch + S.att_row(b, h, t);
+    const Shape::Pos p = S.pos(i);
+    const float* ds = scratch + S.att_row(p.b, p.h, p.t);
     float acc = 0;
-    for (int s = 0; s <= t; ++s) acc += ds[s] * S.k(qkv, b, s, g)[d];
-    dqkv[(size_t(b) * S.T + t) * S.R + size_t(h) * S.hs + d] += S.scale * acc;
+    for (int s = 0; s <= p.t; ++s) acc += ds[s] * S.k(qkv, p.b, s, p.g)[p.d];
+    dqkv[(size_t(p.b) * S.T + p.t) * S.R + size_t(p.h) * S.hs + p.d] += S.scale * acc;
   }
 }
 
