@@ -1,0 +1,38 @@
+# The GPU-only build (-DGOSSAMER_GPU_ONLY=ON), for machines that have the CUDA toolkit, a host
+# compiler, CMake and ninja and nothing else (the device machines: no package registry, none of
+# the CPU dependencies). It builds the CUDA kernels, the CPU ops they are checked against (with
+# kernels/cpu/gemm_loops.cpp in place of the BLAS-backed gemm.cpp, and without cpu_setup.cpp,
+# which configures the BLAS libraries), and the gpu tests, with GoogleTest built from the source
+# tree given as GOSSAMER_GTEST_SOURCE (scripts/gpu-check.sh --prepare copies it from this
+# machine's /usr/src/googletest). Included by CMakeLists.txt, which stops after it.
+if(NOT CMAKE_CUDA_COMPILER)
+  message(FATAL_ERROR "GOSSAMER_GPU_ONLY=ON needs a CUDA compiler (nvcc on PATH or CUDACXX)")
+endif()
+find_package(OpenMP REQUIRED)
+find_package(Threads REQUIRED)
+if(NOT GOSSAMER_GTEST_SOURCE OR NOT EXISTS ${GOSSAMER_GTEST_SOURCE}/CMakeLists.txt)
+  message(FATAL_ERROR "GOSSAMER_GPU_ONLY=ON needs GOSSAMER_GTEST_SOURCE, a GoogleTest source tree "
+                      "(scripts/gpu-check.sh --prepare copies one next to the tree)")
+endif()
+set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
+set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+add_subdirectory(${GOSSAMER_GTEST_SOURCE} ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)
+
+file(GLOB GOSSAMER_CPU_REFERENCE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/kernels/cpu/*.cpp)
+list(FILTER GOSSAMER_CPU_REFERENCE EXCLUDE REGEX ".*/kernels/cpu/(gemm|cpu_setup)\\.cpp$")
+add_library(gossamer_gpu_only STATIC ${GOSSAMER_CPU_REFERENCE} ${CMAKE_SOURCE_DIR}/src/core/error.cpp)
+target_include_directories(gossamer_gpu_only PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kernels
+                      OpenMP::OpenMP_CXX Threads::Threads)
+
+enable_testing()
+file(GLOB GPU_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/test_*.cpp)
+foreach(src ${GPU_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
+  target_link_libraries(${name} PRIVATE gossamer_gpu_only GTest::gtest GTest::gtest_main)
+  add_test(NAME gpu.${name} COMMAND ${name})
+  set_tests_properties(gpu.${name} PROPERTIES LABELS gpu TIMEOUT 1200
+    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endforeach()

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The device script (issue 16, docs/CUDA.md). On a GPU machine that has the CUDA toolkit, a host
+# compiler, CMake (and ninja) and nothing else, no network either: builds the GPU-only
+# configuration (cmake/gpu_only.cmake: the CUDA kernels, their CPU reference ops, the gpu tests),
+# runs the gpu tests, writes every log to OUT_DIR and prints a short table last. Exit status: 0
+# when every test passed, 1 when one failed or nothing could be built, 2 for bad arguments.
+#   scripts/gpu-check.sh --prepare          here, where the project's dependencies are installed:
+#                                           copies GoogleTest's source tree to .gpu-check/ (ignored
+#                                           by git; carry it to the device machine with the tree)
+#   scripts/gpu-check.sh OUT_DIR [--dry-run]
+# --dry-run: for a machine without a GPU: the same steps up to the first GPU call (configure,
+# build, run the tests, which report SKIPPED); it fails if any test ran instead of skipping.
+# Not yet here: the benchmarks (per-op time against the roofline, training tokens/s and MFU,
+# NCCL collectives), which need the model on CUDA (docs/CUDA.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROG=gpu-check
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+
+gtest_dir=.gpu-check/googletest
+if [[ "${1:-}" == --prepare ]]; then
+  [[ -f /usr/src/googletest/CMakeLists.txt ]] ||
+    die "/usr/src/googletest not found (Debian's googletest package; scripts/install-deps.sh installs it)"
+  rm -rf "$gtest_dir" && mkdir -p .gpu-check && cp -r /usr/src/googletest "$gtest_dir"
+  echo "$PROG: copied /usr/src/googletest to $gtest_dir ($(du -sh "$gtest_dir" | cut -f1)); carry .gpu-check"
+  exit 0
+fi
+[[ $# -ge 1 && "$1" != -* ]] || { usage >&2; exit 2; }
+out="$1"; shift
+dry_run=0
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry_run=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "$PROG: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+start=$(date +%s)
+
+# ---- the machine ---------------------------------------------------------------------------
+nvcc_bin="$(command -v nvcc || true)"
+[[ -z "$nvcc_bin" && -x /usr/local/cuda/bin/nvcc ]] && nvcc_bin=/usr/local/cuda/bin/nvcc
+[[ -n "$nvcc_bin" ]] || die "no nvcc on PATH or in /usr/local/cuda/bin"
+command -v cmake >/dev/null || die "no cmake on PATH"
+{ echo "date: $(date -u +%FT%TZ)"; echo "host: $(uname -a)"; "$nvcc_bin" --version | tail -n 2
+  echo "cores: $(nproc)"; } >"$out/machine.txt"
+arch=""
+if command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1; then
+  cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')"
+  [[ "$cap" =~ ^[0-9]+$ ]] && arch="$cap"
+  echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -n 1)" >>"$out/machine.txt"
+elif ((dry_run == 0)); then
+  die "nvidia-smi finds no GPU (use --dry-run on a machine without one)"
+fi
+[[ -d "$gtest_dir" ]] || gtest_dir=/usr/src/googletest
+[[ -f "$gtest_dir/CMakeLists.txt" ]] ||
+  die "no GoogleTest source: run scripts/gpu-check.sh --prepare where the dependencies are, and carry .gpu-check"
+echo "$PROG: $(grep -E '^(gpu|cores):' "$out/machine.txt" | paste -sd ' ' -)"
+
+# ---- build ---------------------------------------------------------------------------------
+build=build-gpu-check
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake_args=(-S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGOSSAMER_GPU_ONLY=ON
+            -DGOSSAMER_GTEST_SOURCE="$(cd "$gtest_dir" && pwd)" -DCMAKE_CUDA_COMPILER="$nvcc_bin")
+# Only the GPU's own architecture when one is visible (a faster build); sm_80 and sm_90 otherwise.
+[[ -n "$arch" ]] && cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$arch")
+echo "$PROG: configuring ($build, architectures ${arch:-80;90})"
+cmake "${cmake_args[@]}" >"$out/configure.log" 2>&1 || die "configure failed: $out/configure.log"
+echo "$PROG: building"
+build_start=$(date +%s)
+cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || die "build failed: $out/build.log"
+build_s=$(( $(date +%s) - build_start ))
+
+# ---- the gpu tests -------------------------------------------------------------------------
+status=0
+rows=()
+for bin in "$build"/bin/test_*; do
+  name="$(basename "$bin")"
+  t0=$(date +%s)
+  rc=0
+  "$bin" --gtest_output="xml:$out/$name.xml" >"$out/$name.log" 2>&1 || rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  # gtest names failed and skipped tests twice (as they run, and in the closing list).
+  count() { { grep "$1" "$out/$name.log" || true; } | awk '{print $4}' | sort -u | wc -l; }
+  passed=$(count '^\[       OK \] [A-Za-z]')
+  failed=$(count '^\[  FAILED  \] [A-Za-z]')
+  skipped=$(count '^\[  SKIPPED \] [A-Za-z]')
+  rows+=("$name|$passed|$failed|$skipped|$secs")
+  if ((rc != 0)); then status=1; fi
+  if ((dry_run == 1 && passed > 0)); then
+    echo "$PROG: --dry-run, but $name ran $passed test(s) instead of skipping" >&2; status=1
+  fi
+done
+((${#rows[@]} > 0)) || die "no test binary in $build/bin"
+
+total_s=$(( $(date +%s) - start ))
+{
+  echo
+  echo "| test binary | passed | failed | skipped | seconds |"
+  echo "|---|--:|--:|--:|--:|"
+  for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
+  echo
+  echo "build ${build_s} s, total ${total_s} s; logs in $out"
+  ((dry_run == 1)) && echo "(dry run: no GPU; every test must report SKIPPED)"
+} | tee "$out/summary.md"
+exit "$status"
