@@ -21,6 +21,15 @@ void cuda_check(cudaError_t e, const char* what, const char* file, int line) {
   throw Error(msg);  // header-only: this library needs nothing of gossamer_lib
 }
 
+int visible_gpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
 cudaStream_t stream() {
   return g_stream;
 }

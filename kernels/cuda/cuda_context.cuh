@@ -17,6 +17,10 @@ namespace gossamer::kernels::cuda {
 // Throws gossamer::Error "<what> at <file>:<line>: <CUDA error string>" unless e == cudaSuccess.
 void cuda_check(cudaError_t e, const char* what, const char* file, int line);
 
+// GPUs visible to this process; 0 when the CUDA runtime reports an error (no driver, no device),
+// whose sticky error it clears. The one place that asks (the comm backends use it too).
+int visible_gpus();
+
 // The stream every op launches on (default: the legacy default stream, 0).
 cudaStream_t stream();
 void set_stream(cudaStream_t s);

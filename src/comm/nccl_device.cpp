@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "core/error.h"
+#include "kernels/cuda/cuda_context.cuh"
 
 namespace gossamer::comm {
 
@@ -20,12 +21,7 @@ void cuda_check(cudaError_t e, const char* what) {
 }  // namespace
 
 int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky "no device" error
-    return 0;
-  }
-  return n;
+  return kernels::cuda::visible_gpus();
 }
 
 void* device_alloc(size_t bytes) {

@@ -317,14 +317,6 @@ inline kernels::OpTable cuda_staged_ops() {
   return t;
 }
 
-// GPUs visible to this process; 0 when the CUDA runtime reports an error (no driver, no device).
-inline int visible_gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+using kernels::cuda::visible_gpus;
 
 }  // namespace gossamer::cuda_test
