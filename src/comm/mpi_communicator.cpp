@@ -727,10 +727,7 @@ std::string MpiCommunicator::absent_peers() {
 }
 
 void MpiCommunicator::abort(int exit_code, const std::string& message) {
-  log_error("%s", message.c_str());
-  std::fflush(nullptr);
-  MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::_Exit(exit_code);  // MPI_Abort does not return; in case it does
+  mpi_abort_job(MPI_COMM_WORLD, rank_, exit_code, message);
 }
 
 }  // namespace gossamer::comm

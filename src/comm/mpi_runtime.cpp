@@ -3,13 +3,18 @@
 // reduction order; max and min are exact. NaN propagates through max and min.
 #include "comm/mpi_runtime.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "comm/bf16.h"
 #include "comm/mpi_transport_defaults.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace gossamer::comm {
 
@@ -141,6 +146,15 @@ std::string mpi_error_string(int code) {
 
 void mpi_check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) fail("%s: %s", what, mpi_error_string(rc).c_str());
+}
+
+void mpi_abort_job(MPI_Comm comm, int rank, int exit_code, const std::string& message) {
+  log_error("%s", message.c_str());
+  std::fflush(nullptr);
+  if (rank != 0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(kAbortGraceForRankZeroSeconds));
+  MPI_Abort(comm, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; in case it does
 }
 
 }  // namespace gossamer::comm

@@ -1,6 +1,6 @@
 // MPI runtime shared by the mpi and nccl backends: MPI_Init_thread(MPI_THREAD_MULTIPLE) when the
 // first communicator needs it, MPI_Finalize when the last one is gone (only if we initialized
-// MPI), the bf16 reduction operators, and dtype / op / error-code translation.
+// MPI), the bf16 reduction operators, dtype / op / error-code translation and ending the job.
 // Invariant: MPI is process-wide, so the runtime is too: one reference-counted instance, the one
 // piece of process-wide state in src/comm; MPI cannot start again once finalized.
 #pragma once
@@ -38,5 +38,14 @@ MPI_Datatype mpi_datatype(DType dtype);  // bf16 travels as MPI_UINT16_T
 std::string mpi_error_string(int code);
 // Throws gossamer::Error "<what>: <MPI error string>" unless rc == MPI_SUCCESS.
 void mpi_check(int rc, const char* what);
+
+// How long a rank other than 0 waits after logging its error before it aborts the job.
+inline constexpr double kAbortGraceForRankZeroSeconds = 3.0;
+// Ends the whole job from rank `rank` of `comm`: logs `message`, then MPI_Abort. A rank other
+// than 0 first waits kAbortGraceForRankZeroSeconds, so that when every rank fails at the same
+// point (a config check against the world size, a file every rank reads) rank 0 reports its own
+// error before the job ends; rank 0 aborts at once. A rank failing alone only ends the job a
+// few seconds later.
+[[noreturn]] void mpi_abort_job(MPI_Comm comm, int rank, int exit_code, const std::string& message);
 
 }  // namespace gossamer::comm

@@ -324,10 +324,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   [[noreturn]] void abort(int exit_code, const std::string& message) override {
-    log_error("%s", message.c_str());
-    std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, exit_code);
-    std::_Exit(exit_code);
+    mpi_abort_job(MPI_COMM_WORLD, rank_, exit_code, message);
   }
 
  private:

@@ -1,9 +1,11 @@
 // Driver for tests/mpi/test_comm_timeout.sh: the last rank never joins the collective (it
 // sleeps, or in mode "stop" it joins one all_reduce at "step 6" and then stops itself with
 // SIGSTOP), so the others' Work::wait() / barrier() must end the job after the timeout with
-// kExitPeerFailure and the documented message naming the absent rank. Usage:
-// comm_timeout_driver all_reduce|barrier|stop TIMEOUT_S. Exits 1 if the collective ever
-// returns.
+// kExitPeerFailure and the documented message naming the absent rank. Mode "every_rank_fails":
+// every rank ends the job through Communicator::abort with the same error, rank 0 a second
+// after the others, and rank 0's message must still be printed. Usage:
+// comm_timeout_driver all_reduce|barrier|stop|every_rank_fails TIMEOUT_S. Exits 1 if the
+// collective ever returns.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -19,7 +21,7 @@
 int main(int argc, char** argv) {
   using namespace gossamer;
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s all_reduce|barrier|stop TIMEOUT_S\n", argv[0]);
+    std::fprintf(stderr, "usage: %s all_reduce|barrier|stop|every_rank_fails TIMEOUT_S\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -28,6 +30,11 @@ int main(int argc, char** argv) {
     log_set_rank(comm->rank());
     comm->set_timeout(std::atof(argv[2]));
     std::vector<float> buf(1024, 1.0f);
+    if (mode == "every_rank_fails") {
+      comm->barrier();
+      if (comm->rank() == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+      comm->abort(1, strprintf("rank %d: the same error on every rank", comm->rank()));
+    }
     if (mode == "stop") {
       comm->set_context("step 6");
       comm->all_reduce(buf.data(), buf.size(), comm::DType::F32, comm::ReduceOp::SUM).wait();
