@@ -51,8 +51,10 @@ pass "reference: $STEPS steps in $((t2 - t0)) ms (start-up to step 1: $STARTUP m
 # 2. The victim: launched, killed at a random moment, relaunched with --resume, 20 times. Each
 # kill is one of: a delay from launch within the first half of the reference's start-up; a delay
 # of up to a period after the launch's first or second new step is logged (mid-step or
-# checkpoint); a short delay after a checkpoint's staging directory appears (checkpoint write).
-# Delays are seeded fractions of the reference's timings. A kill moves the run on by 3 steps at
+# checkpoint); up to an eighth of a period after the launch's first new checkpoint is complete
+# (training: a step computes in about a quarter of a period, so the other kinds rarely land
+# there); a short delay after a checkpoint's staging directory appears (checkpoint write).
+# The kinds take turns; delays are seeded fractions of the reference's timings. A kill moves the run on by 3 steps at
 # most, so 20 of them never reach the end.
 V="$WORK/victim"
 kills=0 launches=0 in_ckpt=0 in_startup=0 in_step=0 in_other=0 restarts=0 stale_lock_ok=0
@@ -82,12 +84,16 @@ while true; do
     break
   fi
   launched=$(now_ms)
-  case $((RANDOM % 4)) in
+  case $((kills % 4)) in  # each kind in turn, five times
     0) delay=$((RANDOM * STARTUP / 65536)) kind="launch" ;;
-    1|2) j=$((k + 1 + RANDOM % 2)) delay=$((RANDOM * PERIOD / 32768)) kind="step $j logged"
+    1) j=$((k + 1 + RANDOM % 2)) delay=$((RANDOM * PERIOD / 32768)) kind="step $j logged"
        # Set up (so metrics.jsonl is cut back to step k), then step j logged.
        while kill -0 $pid 2>/dev/null && ! grep -q "optimizer: " "$log"; do sleep 0.01; done
        while kill -0 $pid 2>/dev/null && [[ $(last_step "$V/metrics.jsonl") -lt $j ]]; do sleep 0.005; done ;;
+    2) j=$((k + 1)) delay=$((RANDOM * PERIOD / 8 / 32768)) kind="checkpoint $j complete"
+       # The next step computes (here about a quarter of a period; the checkpoint write takes
+       # the rest): a short delay after checkpoint j is complete lands in training.
+       while kill -0 $pid 2>/dev/null && [[ ! -f "$V/checkpoints/step_$(printf %08d $j)/trainer.json" ]]; do sleep 0.002; done ;;
     3) delay=$((RANDOM * PERIOD / 3 / 32768)) kind="staging directory created"
        while kill -0 $pid 2>/dev/null && ! compgen -G "$V/checkpoints/.step_*.tmp-$pid" >/dev/null; do sleep 0.002; done ;;
   esac
