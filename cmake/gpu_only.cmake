@@ -20,19 +20,13 @@ add_subdirectory(${GOSSAMER_GTEST_SOURCE} ${CMAKE_BINARY_DIR}/googletest EXCLUDE
 
 file(GLOB GOSSAMER_CPU_REFERENCE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/kernels/cpu/*.cpp)
 list(FILTER GOSSAMER_CPU_REFERENCE EXCLUDE REGEX ".*/kernels/cpu/(gemm|cpu_setup)\\.cpp$")
-add_library(gossamer_gpu_only STATIC ${GOSSAMER_CPU_REFERENCE} ${CMAKE_SOURCE_DIR}/src/core/error.cpp)
+# src/optim/sparse_mask.cpp: the CPU top-k the CUDA one is checked against.
+add_library(gossamer_gpu_only STATIC ${GOSSAMER_CPU_REFERENCE} ${CMAKE_SOURCE_DIR}/src/core/error.cpp
+            ${CMAKE_SOURCE_DIR}/src/optim/sparse_mask.cpp)
 target_include_directories(gossamer_gpu_only PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kernels
                       OpenMP::OpenMP_CXX Threads::Threads)
 
 enable_testing()
-file(GLOB GPU_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/test_*.cpp)
-foreach(src ${GPU_TESTS})
-  get_filename_component(name ${src} NAME_WE)
-  add_executable(${name} ${src})
-  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
-  target_link_libraries(${name} PRIVATE gossamer_gpu_only GTest::gtest GTest::gtest_main)
-  add_test(NAME gpu.${name} COMMAND ${name})
-  set_tests_properties(gpu.${name} PROPERTIES LABELS gpu TIMEOUT 1200
-    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
-endforeach()
+include(${CMAKE_SOURCE_DIR}/cmake/gpu_tests.cmake)
+gossamer_add_gpu_tests(gossamer_gpu_only)

@@ -4,13 +4,15 @@
 // harness's "inputs unchanged" check sees a kernel that writes into an input). Host pointers
 // passed twice to one call (in-place ops) map to one device buffer, so aliasing is preserved.
 // This is how the table-driven op tests (tests/unit/op_test_harness.h) check CUDA kernels
-// against the double CPU reference unchanged. Entries of ops not yet on CUDA stay null (the
-// sparse optimizer updates). Test code; header-only; needs a GPU to call.
+// against the double CPU reference unchanged. Buffers an op indexes (the sparse optimizer
+// updates' parameters and state) are staged up to the largest index used. Every entry of the
+// table is set. Test code; header-only; needs a GPU to call.
 #pragma once
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cuda/adam.cuh"
+#include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/cuda_context.cuh"
@@ -232,6 +235,45 @@ inline void adams_update(float* param, const float* grad, float* m, size_t n,
   k::adams_update(s(param, n), s(grad, n), s(m, n), n, hp);
   s.finish();
 }
+// Elements up to and including the largest index in idx[0..k) (0 when k = 0).
+inline size_t extent(const uint32_t* idx, size_t k) {
+  return k == 0 ? 0 : size_t(*std::max_element(idx, idx + k)) + 1;
+}
+inline void adamw_update_blocks(float* param, const float* grad, float* m, float* v,
+                                const int32_t* blocks, const int32_t* steps, size_t n_blocks,
+                                size_t block_size, size_t n_param, float* update_sq,
+                                const kernels::AdamStep& hp) {
+  Stager s("adamw_update_blocks");
+  const size_t compact = n_blocks * block_size;
+  k::adamw_update_blocks(s(param, n_param), s(grad, compact), s(m, compact), s(v, compact),
+                         s(blocks, n_blocks), s(steps, n_blocks), n_blocks, block_size, n_param,
+                         s(update_sq, n_blocks), hp);
+  s.finish();
+}
+inline void adams_update_indexed(float* param, const uint32_t* pidx, const uint32_t* idx,
+                                 const float* g, size_t k,
+                                 const kernels::IndexedAdamsState<float>& st,
+                                 const kernels::AdamStep& hp) {
+  Stager s("adams_update_indexed");
+  const size_t np = extent(pidx, k), ns = extent(idx, k);
+  const kernels::IndexedAdamsState<float> dst{.m = s(st.m, ns),
+                                              .last = s(st.last, ns),
+                                              .decay = s(st.decay, ns),
+                                              .den_sq = s(st.den_sq, ns),
+                                              .dir = s(st.dir, np)};
+  k::adams_update_indexed(s(param, np), s(pidx, k), s(idx, k), s(g, k), k, dst, hp);
+  s.finish();
+}
+inline void adams_update_from_momentum(float* param, const uint32_t* pidx, float* m_last,
+                                       float* last, const uint32_t* idx, const float* m_now,
+                                       const uint8_t* decay, size_t k,
+                                       const kernels::AdamStep& hp) {
+  Stager s("adams_update_from_momentum");
+  const size_t np = extent(pidx, k), ns = extent(idx, k);
+  k::adams_update_from_momentum(s(param, np), s(pidx, k), s(m_last, ns), s(last, ns), s(idx, k),
+                                s(m_now, k), s(decay, ns), k, hp);
+  s.finish();
+}
 inline void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                               int NKV) {
   Stager s("attention_forward");
@@ -286,7 +328,7 @@ inline double sum_squares(const float* x, size_t n) {
 
 }  // namespace staged
 
-// The staged table: the CUDA ops that exist, others null.
+// The staged table: every op of kernels/ops.h.
 inline kernels::OpTable cuda_staged_ops() {
   kernels::OpTable t{};
   t.backend = "cuda";
@@ -310,6 +352,9 @@ inline kernels::OpTable cuda_staged_ops() {
   t.crossentropy_backward = staged::crossentropy_backward;
   t.adamw_update = staged::adamw_update;
   t.adams_update = staged::adams_update;
+  t.adamw_update_blocks = staged::adamw_update_blocks;
+  t.adams_update_indexed = staged::adams_update_indexed;
+  t.adams_update_from_momentum = staged::adams_update_from_momentum;
   t.add = staged::add;
   t.accumulate = staged::accumulate;
   t.scale = staged::scale;

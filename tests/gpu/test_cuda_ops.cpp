@@ -5,8 +5,10 @@
 // the staged CUDA table (cuda_staged_ops.h) against the double CPU reference with the harness's
 // checks (tolerances, NaN-prefilled outputs, "+=" gradients, inputs unchanged, a second run
 // bitwise identical) and NaN guard bands on the device; the elementwise helpers on exactly
-// representable data; the dense optimizer updates against the CPU ops. Without a GPU every test
-// is SKIPPED (ctest label gpu reports the entry as skipped), never passed.
+// representable data; every optimizer update (dense, SMET's blocks, SCAPE's indexed and
+// from-momentum) against the CPU op. Without a GPU every test is SKIPPED (ctest label gpu
+// reports the entry as skipped), never passed. That the table is complete is checked without
+// a GPU by test_cuda_op_table.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,8 +35,7 @@ using gossamer::cuda_test::visible_gpus;
   if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
 std::vector<CaseEntry> cuda_cases() {
-  // Every case of both grids: every op they call has a CUDA kernel (the staged table leaves
-  // only the sparse optimizer updates unset, and no case calls those).
+  // Every case of both grids (every op they call has a CUDA kernel).
   std::vector<CaseEntry> v = all_cases();
   for (auto& e : llama::all_cases()) v.push_back(e);
   v.push_back(entry<EncoderCase>(2, 65, 1025, 300, 70));  // C = 1025, T not a multiple of 64
@@ -158,6 +159,206 @@ TEST(CudaOptimizer, DenseUpdatesMatchCpu) {
     EXPECT_LE(worst(v, v2), 1e-5) << "adamw v, n = " << n;
     EXPECT_LE(worst(pa, pa2), 1e-5) << "adams param, n = " << n;
     EXPECT_LE(worst(ma, ma2), 1e-5) << "adams m, n = " << n;
+  }
+}
+
+// Relative difference of two float vectors, each element against max(|a|, 1e-3).
+double worst_relative(const std::vector<float>& a, const std::vector<float>& b) {
+  double w = a.size() == b.size() ? 0 : 1e30;
+  for (size_t k = 0; k < a.size() && k < b.size(); ++k)
+    w = std::max(w, std::fabs(double(a[k]) - b[k]) / (std::fabs(double(a[k])) + 1e-3));
+  return w;
+}
+
+// k distinct values below n, in random order.
+std::vector<uint32_t> distinct(Rng& rng, size_t k, size_t n) {
+  std::vector<uint32_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = uint32_t(i);
+  for (size_t i = 0; i < k; ++i) std::swap(all[i], all[i + rng.below(n - i)]);
+  all.resize(k);
+  return all;
+}
+
+std::vector<float> normals(Rng& rng, size_t n, double sigma) {
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(sigma * rng.normal());
+  return v;
+}
+
+// SMET's block-compact AdamW against the CPU op: blocks of the default size 16 with a partial
+// last block, blocks not a multiple of a warp, one block of several 4096-element chunks (the
+// CPU's dense-tensor split), several multi-chunk blocks; both warm-up ramps; with and without
+// the per-block sums; three steps, each block at its own step count.
+TEST(CudaOptimizer, BlockUpdatesMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  using gossamer::kernels::WarmupRamp;
+  struct Shape {
+    size_t n_param, B, n_blocks;
+    WarmupRamp ramp;
+    bool sums;
+  };
+  for (const Shape& sh : {Shape{16 * 100 + 7, 16, 40, WarmupRamp::MOMENTUM_INPLACE, true},
+                          Shape{5500, 1000, 6, WarmupRamp::LR_RAMP, true},
+                          Shape{70001, 70001, 1, WarmupRamp::NONE, true},
+                          Shape{25000, 9000, 3, WarmupRamp::LR_RAMP, false},
+                          Shape{100, 16, 0, WarmupRamp::NONE, true}}) {
+    Rng rng(sh.n_param + sh.B);
+    const size_t total_blocks = (sh.n_param + sh.B - 1) / sh.B;
+    std::vector<int32_t> blocks;
+    for (uint32_t b : distinct(rng, sh.n_blocks, total_blocks)) blocks.push_back(int32_t(b));
+    // The partial last block always among them.
+    const auto last_block = std::find(blocks.begin(), blocks.end(), int32_t(total_blocks - 1));
+    if (!blocks.empty() && last_block == blocks.end()) blocks[0] = int32_t(total_blocks - 1);
+    std::vector<int32_t> steps(sh.n_blocks);
+    const size_t compact = sh.n_blocks * sh.B;
+    std::vector<float> p = normals(rng, sh.n_param, 1.0), m = normals(rng, compact, 0.1),
+                       v(compact), sq(sh.n_blocks, -1.0f);
+    for (auto& x : v) x = float(0.01 * rng.uniform());
+    auto p2 = p, m2 = m, v2 = v, sq2 = sq;
+    for (int64_t t = 10; t <= 12; ++t) {
+      for (auto& s : steps) s = int32_t(1 + rng.below(uint64_t(t)));
+      const std::vector<float> g = normals(rng, compact, 1.0);
+      const gossamer::kernels::AdamStep hp{.lr = 1e-3f,
+                                           .beta1 = 0.9f,
+                                           .beta2 = 0.95f,
+                                           .eps = 1e-8f,
+                                           .weight_decay = t == 11 ? 0.0f : 0.1f,
+                                           .t = t,
+                                           .ramp = sh.ramp,
+                                           .warmup_steps = 8,
+                                           .ramp_restarted_only = t == 12};
+      float* out = sh.sums ? sq.data() : nullptr;
+      float* out2 = sh.sums ? sq2.data() : nullptr;
+      cpu.adamw_update_blocks(p.data(), g.data(), m.data(), v.data(), blocks.data(), steps.data(),
+                              sh.n_blocks, sh.B, sh.n_param, out, hp);
+      cuda.adamw_update_blocks(p2.data(), g.data(), m2.data(), v2.data(), blocks.data(),
+                               steps.data(), sh.n_blocks, sh.B, sh.n_param, out2, hp);
+      // The sums add in another order: relative agreement.
+      EXPECT_LE(worst_relative(sq, sq2), 1e-4) << "update_sq, B = " << sh.B << ", t = " << t;
+    }
+    EXPECT_LE(worst_relative(p, p2), 1e-5) << "param, B = " << sh.B;
+    EXPECT_LE(worst_relative(m, m2), 1e-5) << "m, B = " << sh.B;
+    EXPECT_LE(worst_relative(v, v2), 1e-5) << "v, B = " << sh.B;
+  }
+}
+
+// SCAPE's indexed AdamS against the CPU op: every way of applying the accumulated gradient,
+// the age normaliser, lazy decay, the normaliser's square kept / frozen / not kept, the
+// direction written or not; coordinates last updated 1, 5 and 40 steps ago or never; four
+// steps on the same state.
+TEST(CudaOptimizer, IndexedUpdatesMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  using gossamer::kernels::Accumulated;
+  struct Rule {
+    Accumulated acc;
+    bool restarts, age, lazy, den_sq, frozen, dir;
+  };
+  const Rule rules[] = {{Accumulated::ONE_GRADIENT, false, false, false, false, false, false},
+                        {Accumulated::ONE_GRADIENT, false, true, true, true, false, true},
+                        {Accumulated::GRADIENT_REPLAY, false, false, true, true, true, true},
+                        {Accumulated::MOMENTUM_SUM, false, false, false, true, false, false},
+                        {Accumulated::MOMENTUM_SUM, true, false, true, false, false, true}};
+  const size_t n_state = 5000, n_param = 8000;
+  for (size_t k : {size_t{0}, size_t{1}, size_t{1025}, size_t{4999}}) {
+    for (const Rule& r : rules) {
+      Rng rng(k * 7 + size_t(r.acc));
+      std::vector<float> p = normals(rng, n_param, 1.0), m = normals(rng, n_state, 0.1);
+      std::vector<float> last(n_state), den_sq(n_state), dir(n_param, 0.0f);
+      std::vector<uint8_t> decay(n_state);
+      for (size_t i = 0; i < n_state; ++i) {
+        const int64_t ago[] = {-1, 1, 5, 40};
+        const int64_t a = ago[rng.below(4)];
+        last[i] = a < 0 ? -1.0f : float(100 - a);
+        den_sq[i] = rng.below(5) == 0 ? 0.0f : float(0.01 * rng.uniform());
+        decay[i] = uint8_t(rng.below(2));
+      }
+      auto p2 = p, m2 = m, last2 = last, den_sq2 = den_sq, dir2 = dir;
+      for (int64_t t = 100; t <= 103; ++t) {
+        const std::vector<uint32_t> idx = distinct(rng, k, n_state);
+        const std::vector<uint32_t> pidx = distinct(rng, k, n_param);
+        const std::vector<float> g = normals(rng, k, 1.0);
+        const gossamer::kernels::AdamStep hp{.lr = 1e-3f,
+                                             .beta1 = 0.9f,
+                                             .beta2 = 0.95f,
+                                             .eps = 1e-8f,
+                                             .weight_decay = 0.1f,
+                                             .t = t,
+                                             .code_form = t != 102,
+                                             .age_normaliser = r.age,
+                                             .lazy_decay = r.lazy,
+                                             .accumulated = r.acc,
+                                             .momentum_restarts = r.restarts,
+                                             .frozen_normaliser = r.frozen};
+        const gossamer::kernels::IndexedAdamsState<float> st{
+            .m = m.data(),
+            .last = last.data(),
+            .decay = decay.data(),
+            .den_sq = r.den_sq ? den_sq.data() : nullptr,
+            .dir = r.dir ? dir.data() : nullptr};
+        const gossamer::kernels::IndexedAdamsState<float> st2{
+            .m = m2.data(),
+            .last = last2.data(),
+            .decay = decay.data(),
+            .den_sq = r.den_sq ? den_sq2.data() : nullptr,
+            .dir = r.dir ? dir2.data() : nullptr};
+        cpu.adams_update_indexed(p.data(), pidx.data(), idx.data(), g.data(), k, st, hp);
+        cuda.adams_update_indexed(p2.data(), pidx.data(), idx.data(), g.data(), k, st2, hp);
+      }
+      const std::string what = "k = " + std::to_string(k) + ", rule " + std::to_string(&r - rules);
+      EXPECT_LE(worst_relative(p, p2), 1e-5) << "param, " << what;
+      EXPECT_LE(worst_relative(m, m2), 1e-5) << "m, " << what;
+      EXPECT_EQ(last, last2) << "last, " << what;
+      EXPECT_LE(worst_relative(den_sq, den_sq2), 1e-5) << "den_sq, " << what;
+      EXPECT_LE(worst_relative(dir, dir2), 1e-5) << "dir, " << what;
+    }
+  }
+}
+
+// SCAPE's update from the owner's momentum against the CPU op: gaps of 1-6 steps, catch-up of
+// one step and of up to four, weight decay on some coordinates.
+TEST(CudaOptimizer, FromMomentumUpdatesMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  const size_t n_state = 3000, n_param = 6000;
+  for (size_t k : {size_t{0}, size_t{1}, size_t{2999}}) {
+    for (int catch_up : {1, 4}) {
+      Rng rng(k + size_t(catch_up));
+      std::vector<float> p = normals(rng, n_param, 1.0), m_last = normals(rng, n_state, 0.1);
+      std::vector<float> last(n_state);
+      std::vector<uint8_t> decay(n_state);
+      for (size_t i = 0; i < n_state; ++i) {
+        last[i] = float(50 - int64_t(1 + rng.below(6)));
+        decay[i] = uint8_t(rng.below(2));
+      }
+      auto p2 = p, m_last2 = m_last, last2 = last;
+      for (int64_t t = 50; t <= 52; ++t) {
+        const std::vector<uint32_t> idx = distinct(rng, k, n_state);
+        const std::vector<uint32_t> pidx = distinct(rng, k, n_param);
+        const std::vector<float> m_now = normals(rng, k, 0.1);
+        const gossamer::kernels::AdamStep hp{.lr = 1e-3f,
+                                             .beta1 = 0.9f,
+                                             .beta2 = 0.95f,
+                                             .eps = 1e-8f,
+                                             .weight_decay = 0.1f,
+                                             .t = t,
+                                             .code_form = t != 51,
+                                             .catch_up_max = catch_up};
+        cpu.adams_update_from_momentum(p.data(), pidx.data(), m_last.data(), last.data(),
+                                       idx.data(), m_now.data(), decay.data(), k, hp);
+        cuda.adams_update_from_momentum(p2.data(), pidx.data(), m_last2.data(), last2.data(),
+                                        idx.data(), m_now.data(), decay.data(), k, hp);
+      }
+      const std::string what =
+          "k = " + std::to_string(k) + ", catch_up_max " + std::to_string(catch_up);
+      EXPECT_LE(worst_relative(p, p2), 1e-5) << "param, " << what;
+      EXPECT_EQ(m_last, m_last2) << "m_last, " << what;
+      EXPECT_EQ(last, last2) << "last, " << what;
+    }
   }
 }
 
