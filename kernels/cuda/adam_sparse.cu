@@ -182,7 +182,12 @@ __global__ void adams_from_momentum_kernel(float* param, const uint32_t* pidx, f
 void adamw_update_blocks(float* param, const float* grad, float* m, float* v, const int32_t* blocks,
                          const int32_t* steps, size_t n_blocks, size_t block_size, size_t n_param,
                          float* update_sq, const AdamStep& hp) {
-  if (n_blocks == 0 || block_size == 0) return;
+  if (n_blocks == 0) return;
+  if (block_size == 0) {  // empty blocks: no change, sums 0 (as the CPU op)
+    if (update_sq != nullptr)
+      GOSSAMER_CUDA_CHECK(cudaMemsetAsync(update_sq, 0, n_blocks * sizeof(float), stream()));
+    return;
+  }
   const size_t chunks_per_block = (block_size + kChunk - 1) / kChunk;
   const size_t warps = n_blocks * chunks_per_block;
   // One chunk per block: the warps write the blocks' sums directly.

@@ -9,7 +9,8 @@
 //     deterministic; equal to the CPU's indices bit for bit. No host synchronisation.
 //   gather: out[j] = x[idx[j]]; scatter: x[idx[j]] = in[j] (idx distinct).
 // Device pointers, cuda_context's stream(); top_k uses cuda_context's workspace. Indices are
-// 32-bit: n must be below 2^32, k <= n (gossamer::Error otherwise, as on the CPU).
+// 32-bit: n must be below 2^32 (the CPU's masks are uint32_t too), and k <= n as on the CPU;
+// gossamer::Error otherwise. Needs sm_80 or newer (__reduce_add_sync).
 #pragma once
 
 #include <cstddef>

@@ -162,11 +162,16 @@ TEST(CudaOptimizer, DenseUpdatesMatchCpu) {
   }
 }
 
-// Relative difference of two float vectors, each element against max(|a|, 1e-3).
+// The largest difference of two float vectors relative to max(|a[k]|, 1% of max |a|): float
+// arithmetic contracted differently (FMA) on the two sides must pass near zero crossings, a
+// wrong formula must not.
 double worst_relative(const std::vector<float>& a, const std::vector<float>& b) {
-  double w = a.size() == b.size() ? 0 : 1e30;
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k)
-    w = std::max(w, std::fabs(double(a[k]) - b[k]) / (std::fabs(double(a[k])) + 1e-3));
+  if (a.size() != b.size()) return 1e30;
+  double scale = 0, w = 0;
+  for (float x : a) scale = std::max(scale, std::fabs(double(x)));
+  const double floor = std::max(0.01 * scale, 1e-30);
+  for (size_t k = 0; k < a.size(); ++k)
+    w = std::max(w, std::fabs(double(a[k]) - b[k]) / std::max(std::fabs(double(a[k])), floor));
   return w;
 }
 
@@ -187,8 +192,10 @@ std::vector<float> normals(Rng& rng, size_t n, double sigma) {
 
 // SMET's block-compact AdamW against the CPU op: blocks of the default size 16 with a partial
 // last block, blocks not a multiple of a warp, one block of several 4096-element chunks (the
-// CPU's dense-tensor split), several multi-chunk blocks; both warm-up ramps; with and without
-// the per-block sums; three steps, each block at its own step count.
+// CPU's dense-tensor split), a single partial block whose last chunks are empty, several
+// multi-chunk blocks; both warm-up ramps, with steps before the warm-up ends so that
+// ramp_restarted_only decides; with and without the per-block sums; each block at its own
+// step count.
 TEST(CudaOptimizer, BlockUpdatesMatchCpu) {
   SKIP_WITHOUT_GPU();
   const auto cuda = cuda_staged_ops();
@@ -202,6 +209,8 @@ TEST(CudaOptimizer, BlockUpdatesMatchCpu) {
   for (const Shape& sh : {Shape{16 * 100 + 7, 16, 40, WarmupRamp::MOMENTUM_INPLACE, true},
                           Shape{5500, 1000, 6, WarmupRamp::LR_RAMP, true},
                           Shape{70001, 70001, 1, WarmupRamp::NONE, true},
+                          Shape{70001, 65536, 1, WarmupRamp::MOMENTUM_INPLACE, true},
+                          Shape{25000, 9000, 3, WarmupRamp::LR_RAMP, true},
                           Shape{25000, 9000, 3, WarmupRamp::LR_RAMP, false},
                           Shape{100, 16, 0, WarmupRamp::NONE, true}}) {
     Rng rng(sh.n_param + sh.B);
@@ -217,26 +226,26 @@ TEST(CudaOptimizer, BlockUpdatesMatchCpu) {
                        v(compact), sq(sh.n_blocks, -1.0f);
     for (auto& x : v) x = float(0.01 * rng.uniform());
     auto p2 = p, m2 = m, v2 = v, sq2 = sq;
-    for (int64_t t = 10; t <= 12; ++t) {
+    for (int64_t t : {3, 5, 12}) {
       for (auto& s : steps) s = int32_t(1 + rng.below(uint64_t(t)));
       const std::vector<float> g = normals(rng, compact, 1.0);
       const gossamer::kernels::AdamStep hp{.lr = 1e-3f,
                                            .beta1 = 0.9f,
                                            .beta2 = 0.95f,
                                            .eps = 1e-8f,
-                                           .weight_decay = t == 11 ? 0.0f : 0.1f,
+                                           .weight_decay = t == 5 ? 0.0f : 0.1f,
                                            .t = t,
                                            .ramp = sh.ramp,
                                            .warmup_steps = 8,
-                                           .ramp_restarted_only = t == 12};
+                                           .ramp_restarted_only = t != 5};
       float* out = sh.sums ? sq.data() : nullptr;
       float* out2 = sh.sums ? sq2.data() : nullptr;
       cpu.adamw_update_blocks(p.data(), g.data(), m.data(), v.data(), blocks.data(), steps.data(),
                               sh.n_blocks, sh.B, sh.n_param, out, hp);
       cuda.adamw_update_blocks(p2.data(), g.data(), m2.data(), v2.data(), blocks.data(),
                                steps.data(), sh.n_blocks, sh.B, sh.n_param, out2, hp);
-      // The sums add in another order: relative agreement.
-      EXPECT_LE(worst_relative(sq, sq2), 1e-4) << "update_sq, B = " << sh.B << ", t = " << t;
+      // The sums add in another order, of changes that differ in their last bits.
+      EXPECT_LE(worst_relative(sq, sq2), 1e-3) << "update_sq, B = " << sh.B << ", t = " << t;
     }
     EXPECT_LE(worst_relative(p, p2), 1e-5) << "param, B = " << sh.B;
     EXPECT_LE(worst_relative(m, m2), 1e-5) << "m, B = " << sh.B;

@@ -1,11 +1,13 @@
 // SCAPE's selection on CUDA (kernels/cuda/sparse_select.cuh) against the CPU: top_k_indices
 // must return exactly the CPU's indices (src/optim/sparse_mask.h: NaN as -inf, -0 equal to +0,
 // ties to the lower index, sorted) on Gaussian scores, on scores with many ties (a few distinct
-// values), with NaNs, infinities and signed zeros, for k = 0, 1, n/100, n - 1, n and sizes
-// around the 4096-element tile; gather and scatter on exact data. Buffers are staged with guard
-// bands (cuda_staged_ops.h's Stager). Without a GPU every test is SKIPPED, never passed.
+// values), with NaNs, infinities, signed zeros and subnormals, for k = 0, 1, n/100, n - 1, n
+// and with the cut among the zeros and at the smallest subnormal, sizes around the
+// 4096-element tile and past 1024 tiles; gather and scatter on exact data. Buffers are staged with
+// guard bands (cuda_staged_ops.h's Stager). Without a GPU every test is SKIPPED, never passed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -67,11 +69,19 @@ std::vector<float> make_scores(Scores kind, size_t n, uint64_t seed) {
 
 TEST(CudaSparseSelect, TopKEqualsCpu) {
   SKIP_WITHOUT_GPU();
+  // 5,000,011: more than 1024 tiles, so the offsets' scan gives each thread several.
   for (size_t n : {size_t{1}, size_t{100}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{70001},
-                   (size_t{1} << 20) + 3}) {
+                   (size_t{1} << 20) + 3, size_t{5000011}}) {
     for (Scores kind : {Scores::GAUSSIAN, Scores::FEW_VALUES, Scores::SPECIAL}) {
       const std::vector<float> scores = make_scores(kind, n, n * 3 + size_t(kind));
-      for (size_t k : {size_t{0}, size_t{1}, n / 100, n - 1, n}) {
+      // Also k with the cut among the zeros (+0 and -0 tie) and at the smallest subnormal.
+      size_t positive = 0, above_denorm = 0;
+      for (float x : scores) {
+        positive += x > 0.0f;
+        above_denorm += x > std::numeric_limits<float>::denorm_min();
+      }
+      for (size_t k : {size_t{0}, size_t{1}, n / 100, n - 1, n, std::min(n, positive + 3),
+                       std::min(n, above_denorm + 1)}) {
         const std::vector<uint32_t> want = gossamer::optim::top_k_indices(scores, k);
         const std::vector<uint32_t> got = cuda_top_k(scores, k);
         size_t wrong = 0;
