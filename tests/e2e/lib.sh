@@ -5,6 +5,9 @@ GOSSAMER="$(realpath "$1")"
 SRC="$(realpath "$2")"
 WORK="$(mktemp -d /tmp/gossamer-e2e.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
+# A command that fails outside a condition ends the test (set -e): say which, instead of ending
+# silently after the last "ok" line.
+trap '_status=$?; echo "FAIL: $(basename "$0") line $LINENO: \"$BASH_COMMAND\" failed (status $_status); set -e ends the test" >&2' ERR
 cd "$SRC"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 FAILURES=0

@@ -108,7 +108,7 @@ while true; do
   fi
   kills=$((kills + 1))
   staging=$(compgen -G "$V/checkpoints/.step_*.tmp-$pid" || true)
-  other=$(find "$V" -name "*.tmp-$pid" -not -path "*/.step_*.tmp-$pid*" 2>/dev/null | head -1)
+  other=$(find "$V" -name "*.tmp-$pid" -not -path "*/.step_*.tmp-$pid*" 2>/dev/null | head -1 || true)  # no $V yet: killed early in start-up
   pid=""
   if [[ -n "$staging" ]]; then
     landed="in a checkpoint write ($(basename "$staging") holds: $(ls -A "$staging" | tr '\n' ' '))"; in_ckpt=$((in_ckpt + 1))
