@@ -27,6 +27,9 @@ target_include_directories(gossamer_gpu_only PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_
 target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kernels
                       OpenMP::OpenMP_CXX Threads::Threads)
 
+add_executable(bench_cuda_ops ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_ops.cpp)
+target_link_libraries(bench_cuda_ops PRIVATE gossamer_gpu_only)
+
 enable_testing()
 include(${CMAKE_SOURCE_DIR}/cmake/gpu_tests.cmake)
 gossamer_add_gpu_tests(gossamer_gpu_only)

@@ -11,8 +11,9 @@
 # --dry-run: for a machine without a GPU: the same steps up to the first GPU call (configure,
 # build, run the tests, which report SKIPPED); it fails if any test ran instead of skipping,
 # except in the binaries of NEEDS_NO_GPU (below), which check things that need no GPU.
-# Not yet here: the benchmarks (per-op time against the roofline, training tokens/s and MFU,
-# NCCL collectives), which need the model on CUDA (docs/CUDA.md).
+# Then the kernels' benchmark (bench_cuda_ops: per-op time against the roofline). Not yet here:
+# training tokens/s and MFU of a real run, NCCL collectives: they need the model on CUDA
+# (docs/CUDA.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROG=gpu-check
@@ -101,12 +102,23 @@ for bin in "$build"/bin/test_*; do
 done
 ((${#rows[@]} > 0)) || die "no test binary in $build/bin"
 
+# ---- the benchmarks ------------------------------------------------------------------------
+# Per-op time against the roofline at GPT-2 124M's shapes (bench/cuda/bench_cuda_ops.cpp);
+# prints SKIPPED without a GPU. The model does not train on CUDA yet, so no tokens/s of a real
+# training run: the program's op-sum estimate stands in, labelled as such.
+echo "$PROG: benchmarking the kernels"
+bench_rc=0
+timeout 300 "$build/bin/bench_cuda_ops" >"$out/bench_cuda_ops.txt" 2>&1 || bench_rc=$?
+((bench_rc == 0)) || { echo "$PROG: bench_cuda_ops failed (status $bench_rc): $out/bench_cuda_ops.txt" >&2; status=1; }
+
 total_s=$(( $(date +%s) - start ))
 {
   echo
   echo "| test binary | passed | failed | skipped | seconds |"
   echo "|---|--:|--:|--:|--:|"
   for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
+  echo
+  cat "$out/bench_cuda_ops.txt"
   echo
   echo "build ${build_s} s, total ${total_s} s; logs in $out"
   ((dry_run == 1)) && echo "(dry run: no GPU; every test must report SKIPPED, except those of ${NEEDS_NO_GPU[*]})"
