@@ -3,7 +3,9 @@
 // argument conventions and "=" / "+=" rules of the ops declared in kernels/cpu/*.h (shapes and
 // formulas are documented there). Each backend (CPU now, CUDA later) fills an OpTable
 // (= BasicOpTable<float>) with its fp32 implementations; model and optimizer code call ops only
-// through an OpTable and never branch on the device. The CPU backend also fills a
+// through an OpTable and never branch on the device; the table also points to its backend's
+// memory functions (core/memory_ops.h), through which buffers for its ops are allocated and
+// filled. The CPU backend also fills a
 // BasicOpTable<double>: the reference the op tests (tests/unit/op_test_harness.h) check every
 // backend against, never used by model code.
 // Invariants: a backend's table sets every entry (for_each_op() visits them all, pinned to the
@@ -15,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/memory_ops.h"
 #include "kernels/adam_step.h"
 
 namespace gossamer::kernels {
@@ -22,6 +25,8 @@ namespace gossamer::kernels {
 template <class Real>
 struct BasicOpTable {
   const char* backend;  // "cpu" or "cuda"
+  // Where the buffers these ops take live, and how to allocate, zero and copy them.
+  const MemoryOps* memory;
   void (*encoder_forward)(Real* out, const int32_t* tokens, const Real* wte, const Real* wpe, int B,
                           int T, int C);
   void (*encoder_backward)(Real* dwte, Real* dwpe, const Real* dout, const int32_t* tokens, int B,
@@ -79,6 +84,7 @@ struct BasicOpTable {
   template <class F>
   constexpr void for_each_op(F&& f) const {
     f("backend", backend);
+    f("memory", memory);
     f("encoder_forward", encoder_forward);
     f("encoder_backward", encoder_backward);
     f("layernorm_forward", layernorm_forward);

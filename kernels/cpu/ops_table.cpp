@@ -11,6 +11,7 @@
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/memory.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/swiglu.h"
@@ -24,6 +25,7 @@ template <class Real>
 constexpr BasicOpTable<Real> make_cpu_table() {
   return {
       .backend = "cpu",
+      .memory = &cpu::kMemory,
       .encoder_forward = cpu::encoder_forward<Real>,
       .encoder_backward = cpu::encoder_backward<Real>,
       .layernorm_forward = cpu::layernorm_forward<Real>,

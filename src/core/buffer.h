@@ -2,11 +2,16 @@
 // Invariant: the memory is zero-filled (touched) at construction, so first-touch page
 // faults happen at start-up and never inside a training step; buffers of 2 MiB and
 // more are advised to use transparent huge pages. Move-only (RAII).
+// Buffer<T>: the same in a backend's memory (core/memory_ops.h: host memory for the CPU
+// backend, GPU memory for CUDA), for the buffers ops read and write; its data() is a host
+// pointer only when memory().host_accessible.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "core/memory_ops.h"
 
 namespace gossamer {
 
@@ -50,6 +55,53 @@ class HostBuffer {
     p_ = nullptr;
     n_ = 0;
   }
+  size_t n_ = 0;
+  T* p_ = nullptr;
+};
+
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(size_t n, const MemoryOps& memory)
+      : memory_(&memory), n_(n), p_(n ? static_cast<T*>(memory.alloc(n * sizeof(T))) : nullptr) {}
+  ~Buffer() { release(); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept : memory_(o.memory_), n_(o.n_), p_(o.p_) { o.n_ = 0, o.p_ = nullptr; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      memory_ = o.memory_, n_ = o.n_, p_ = o.p_;
+      o.n_ = 0, o.p_ = nullptr;
+    }
+    return *this;
+  }
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  // Device pointers when !memory().host_accessible.
+  std::span<T> span() { return {p_, n_}; }
+  std::span<const T> span() const { return {p_, n_}; }
+  const MemoryOps& memory() const { return *memory_; }
+
+  void zero() { memory_->zero(p_, n_ * sizeof(T)); }
+  // Copies n elements at offset from / to host memory (complete on return).
+  void upload(const T* host, size_t n, size_t offset = 0) {
+    memory_->upload(p_ + offset, host, n * sizeof(T));
+  }
+  void download(T* host, size_t n, size_t offset = 0) const {
+    memory_->download(host, p_ + offset, n * sizeof(T));
+  }
+
+ private:
+  void release() {
+    if (p_) memory_->free(p_, n_ * sizeof(T));
+    p_ = nullptr;
+    n_ = 0;
+  }
+  const MemoryOps* memory_ = nullptr;
   size_t n_ = 0;
   T* p_ = nullptr;
 };

@@ -26,10 +26,12 @@ DecoderModel::DecoderModel(const ModelConfig& config, ModelFamily family, int ma
   C_ = cfg_.d_model, L_ = cfg_.n_layer;
   V_ = cfg_.vocab_size, Vp_ = cfg_.padded_vocab_resolved();
   const size_t BT = size_t(max_B_) * max_T_;
-  tokens_ = HostBuffer<int32_t>(BT);
-  targets_ = HostBuffer<int32_t>(BT);
-  logits_ = HostBuffer<float>(BT * Vp_);
-  losses_ = HostBuffer<float>(BT);
+  const MemoryOps& memory = *ops_.memory;
+  tokens_ = Buffer<int32_t>(BT, memory);
+  targets_ = Buffer<int32_t>(BT, memory);
+  logits_ = Buffer<float>(BT * Vp_, memory);
+  losses_ = Buffer<float>(BT, memory);
+  if (!memory.host_accessible) losses_host_ = HostBuffer<float>(BT);
 }
 
 void DecoderModel::layout_blocks(
@@ -57,22 +59,27 @@ void DecoderModel::embeddings_ready(const GradReadyHook& hook) const {
 }
 
 void DecoderModel::allocate_parameters() {
-  params_ = HostBuffer<float>(layout_.total());
-  grads_ = HostBuffer<float>(layout_.total());
+  params_ = Buffer<float>(layout_.total(), *ops_.memory);
+  grads_ = Buffer<float>(layout_.total(), *ops_.memory);
 }
 
 void DecoderModel::init_weights(uint64_t seed) {
   Rng rng(seed, family_.init_stream);
   const double std = cfg_.init_std;
   const double proj_std = std / std::sqrt(2.0 * L_);
-  float* p = params_.data();
+  // Drawn on the host: in place when the backend's memory is host memory, else view by view
+  // into a staging buffer that is then uploaded.
+  const bool in_place = params_.memory().host_accessible;
+  size_t largest = 0;
+  for (const ParamView& v : layout_.views()) largest = std::max(largest, v.numel);
+  HostBuffer<float> staging(in_place ? 0 : largest);
   for (const ParamView& v : layout_.views()) {
-    float* x = p + v.offset;
+    float* x = in_place ? params_.data() + v.offset : staging.data();
     if (v.kind == ParamKind::PARAM_KIND_NORM) {
       const bool gain = v.name.ends_with(".weight");
       for (size_t i = 0; i < v.numel; ++i) x[i] = gain ? 1.0f : 0.0f;
     } else if (v.kind == ParamKind::PARAM_KIND_BIAS) {
-      zero(x, v.numel);
+      std::fill_n(x, v.numel, 0.0f);
     } else {
       const bool residual_proj = v.name.ends_with(family_.residual_proj_attn) ||
                                  v.name.ends_with(family_.residual_proj_mlp);
@@ -82,6 +89,7 @@ void DecoderModel::init_weights(uint64_t seed) {
       for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(s * rng.normal());
       for (size_t i = n; i < v.numel; ++i) x[i] = 0.0f;
     }
+    if (!in_place) params_.upload(x, v.numel, v.offset);
   }
 }
 
@@ -90,8 +98,8 @@ size_t DecoderModel::num_flop_params() const {
   return layout_.total() - lookup - size_t(Vp_ - V_) * C_;
 }
 
-void DecoderModel::zero(float* p, size_t n) {
-  std::memset(p, 0, n * sizeof(float));
+void DecoderModel::zero(float* p, size_t n) const {
+  ops_.memory->zero(p, n * sizeof(float));
 }
 
 void DecoderModel::zero_grad() {
@@ -135,7 +143,7 @@ void DecoderModel::route_block_weight_gradients(RoutedGradientHook on_ready) {
     i = j + 1;
   }
   GOSSAMER_CHECK(longest > 0, "model: no block matrices to route");
-  scratch_ = HostBuffer<float>(longest);
+  scratch_ = Buffer<float>(longest, *ops_.memory);
   routed_hook_ = std::move(on_ready);
 }
 
@@ -185,8 +193,8 @@ void DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, 
   const int N = B * T;
   check_tokens(tokens, targets, N);
   B_ = B, T_ = T, have_targets_ = targets != nullptr;
-  std::memcpy(tokens_.data(), tokens, N * sizeof(int32_t));
-  if (targets) std::memcpy(targets_.data(), targets, N * sizeof(int32_t));
+  tokens_.upload(tokens, size_t(N));
+  if (targets) targets_.upload(targets, size_t(N));
 }
 
 float DecoderModel::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
@@ -205,8 +213,13 @@ float DecoderModel::mean_loss() {
   const int N = B_ * T_;
   ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N, V_,
                             Vp_);
+  const float* losses = losses_.data();
+  if (!losses_.memory().host_accessible) {
+    losses_.download(losses_host_.data(), size_t(N));
+    losses = losses_host_.data();
+  }
   double sum = 0;
-  for (int i = 0; i < N; ++i) sum += losses_[i];
+  for (int i = 0; i < N; ++i) sum += losses[i];
   return static_cast<float>(sum / N);
 }
 

@@ -5,6 +5,9 @@
 // shape and token-range checks, zero_grad, the initialisation and the FLOP count (from the
 // family's row of the family table), the loss tail of the forward, the cross-entropy head of
 // the backward, and the backward-order layout of the blocks with their gradient-ready ranges.
+// Every buffer is a Buffer<T> in the op table's memory; the host-side work (token checks, the
+// initial weights, the loss sum) runs on the host and moves data through it explicitly (uploads
+// of tokens and initial weights, a read-back of the per-position losses).
 // Invariant: the family's constructor builds layout_ (head, then layout_blocks(), then the
 // embeddings) and then calls allocate_parameters() before anything reads params()/grads();
 // forward() and backward() are final: they wrap the family's forward_logits() and
@@ -81,7 +84,8 @@ class DecoderModel : public Model {
   void block_ready(const GradReadyHook& hook, int l) const;
   void embeddings_ready(const GradReadyHook& hook) const;
 
-  static void zero(float* p, size_t n);
+  // Zeroes n floats of one of the model's buffers (through the op table's memory).
+  void zero(float* p, size_t n) const;
   // Where backward accumulates the gradient of the parameters at flat [offset, offset + n):
   // grads_ + offset, or, when they are routed block matrices (route_block_weight_gradients()),
   // the zeroed scratch, whose views routed_done() then hands to the routing hook. Families take
@@ -94,14 +98,15 @@ class DecoderModel : public Model {
   int max_B_, max_T_;
   int C_, L_, V_, Vp_;  // d_model, n_layer, vocab_size, padded_vocab_resolved()
   ParamLayout layout_;
-  HostBuffer<float> params_, grads_;
+  Buffer<float> params_, grads_;  // in the op table's memory, as every buffer below
 
   // The batch of the last forward (buffers sized for max_B_ x max_T_).
   int B_ = 0, T_ = 0;
   bool have_targets_ = false;
-  HostBuffer<int32_t> tokens_, targets_;  // (B,T)
-  HostBuffer<float> logits_, losses_;     // (B,T,Vp): logits, then probabilities, then dlogits
-                                          // (B,T): per-position cross-entropy
+  Buffer<int32_t> tokens_, targets_;  // (B,T)
+  Buffer<float> logits_, losses_;     // (B,T,Vp): logits, then probabilities, then dlogits
+                                      // (B,T): per-position cross-entropy
+  HostBuffer<float> losses_host_;     // (B,T): losses_ read back (device memory only)
 
  private:
   // The family's hand-written passes. forward_logits: from the tokens_ of the batch (B,T) to
@@ -119,7 +124,7 @@ class DecoderModel : public Model {
   // Routed gradients: the scratch of the product in flight and the views it holds (flat order).
   RoutedGradientHook routed_hook_;
   std::vector<bool> routed_view_;  // per view of layout_
-  HostBuffer<float> scratch_;
+  Buffer<float> scratch_;
   size_t pending_begin_ = 0, pending_end_ = 0;  // flat range in the scratch; empty: none
   void zero_unrouted_grads();
 

@@ -35,29 +35,29 @@ Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels:
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_;
   const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
-  encoded_ = HostBuffer<float>(BT * C);
-  ln1_ = HostBuffer<float>(L * BT * C);
-  ln1_mean_ = HostBuffer<float>(L * BT);
-  ln1_rstd_ = HostBuffer<float>(L * BT);
-  qkv_ = HostBuffer<float>(L * BT * 3 * C);
-  atty_ = HostBuffer<float>(L * BT * C);
-  att_ = HostBuffer<float>(L * att);
-  residual2_ = HostBuffer<float>(L * BT * C);
-  ln2_ = HostBuffer<float>(L * BT * C);
-  ln2_mean_ = HostBuffer<float>(L * BT);
-  ln2_rstd_ = HostBuffer<float>(L * BT);
-  fch_ = HostBuffer<float>(L * BT * 4 * C);
-  fch_gelu_ = HostBuffer<float>(L * BT * 4 * C);
-  residual3_ = HostBuffer<float>(L * BT * C);
-  lnf_ = HostBuffer<float>(BT * C);
-  lnf_mean_ = HostBuffer<float>(BT);
-  lnf_rstd_ = HostBuffer<float>(BT);
-  dresidual_ = HostBuffer<float>(BT * C);
-  dbt_c_ = HostBuffer<float>(BT * C);
-  dqkv_ = HostBuffer<float>(BT * 3 * C);
-  dfch_gelu_ = HostBuffer<float>(BT * 4 * C);
-  dfch_ = HostBuffer<float>(BT * 4 * C);
-  datt_ = HostBuffer<float>(att);
+  encoded_ = Buffer<float>(BT * C, *ops_.memory);
+  ln1_ = Buffer<float>(L * BT * C, *ops_.memory);
+  ln1_mean_ = Buffer<float>(L * BT, *ops_.memory);
+  ln1_rstd_ = Buffer<float>(L * BT, *ops_.memory);
+  qkv_ = Buffer<float>(L * BT * 3 * C, *ops_.memory);
+  atty_ = Buffer<float>(L * BT * C, *ops_.memory);
+  att_ = Buffer<float>(L * att, *ops_.memory);
+  residual2_ = Buffer<float>(L * BT * C, *ops_.memory);
+  ln2_ = Buffer<float>(L * BT * C, *ops_.memory);
+  ln2_mean_ = Buffer<float>(L * BT, *ops_.memory);
+  ln2_rstd_ = Buffer<float>(L * BT, *ops_.memory);
+  fch_ = Buffer<float>(L * BT * 4 * C, *ops_.memory);
+  fch_gelu_ = Buffer<float>(L * BT * 4 * C, *ops_.memory);
+  residual3_ = Buffer<float>(L * BT * C, *ops_.memory);
+  lnf_ = Buffer<float>(BT * C, *ops_.memory);
+  lnf_mean_ = Buffer<float>(BT, *ops_.memory);
+  lnf_rstd_ = Buffer<float>(BT, *ops_.memory);
+  dresidual_ = Buffer<float>(BT * C, *ops_.memory);
+  dbt_c_ = Buffer<float>(BT * C, *ops_.memory);
+  dqkv_ = Buffer<float>(BT * 3 * C, *ops_.memory);
+  dfch_gelu_ = Buffer<float>(BT * 4 * C, *ops_.memory);
+  dfch_ = Buffer<float>(BT * 4 * C, *ops_.memory);
+  datt_ = Buffer<float>(att, *ops_.memory);
 }
 
 void Gpt2::build_layout() {

@@ -43,14 +43,14 @@ class Gpt2 final : public DecoderModel {
   size_t lnfw_ = 0, lnfb_ = 0, wpe_ = 0, wte_ = 0;
 
   // Activations of the last forward (sized for max_B_ x max_T_).
-  HostBuffer<float> encoded_;                    // (B,T,C)
-  HostBuffer<float> ln1_, ln1_mean_, ln1_rstd_;  // (L,B,T,C), (L,B,T) x2
-  HostBuffer<float> qkv_, atty_, att_;           // (L,B,T,3C), (L,B,T,C), (L,B,NH,T,T)
-  HostBuffer<float> residual2_, ln2_, ln2_mean_, ln2_rstd_;
-  HostBuffer<float> fch_, fch_gelu_, residual3_;  // (L,B,T,4C) x2, (L,B,T,C)
-  HostBuffer<float> lnf_, lnf_mean_, lnf_rstd_;   // (B,T,C), (B,T) x2
+  Buffer<float> encoded_;                    // (B,T,C)
+  Buffer<float> ln1_, ln1_mean_, ln1_rstd_;  // (L,B,T,C), (L,B,T) x2
+  Buffer<float> qkv_, atty_, att_;           // (L,B,T,3C), (L,B,T,C), (L,B,NH,T,T)
+  Buffer<float> residual2_, ln2_, ln2_mean_, ln2_rstd_;
+  Buffer<float> fch_, fch_gelu_, residual3_;  // (L,B,T,4C) x2, (L,B,T,C)
+  Buffer<float> lnf_, lnf_mean_, lnf_rstd_;   // (B,T,C), (B,T) x2
   // Backward scratch, reused by every layer.
-  HostBuffer<float> dresidual_, dbt_c_, dqkv_, dfch_gelu_, dfch_, datt_;
+  Buffer<float> dresidual_, dbt_c_, dqkv_, dfch_gelu_, dfch_, datt_;
 };
 
 }  // namespace gossamer::model

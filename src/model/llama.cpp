@@ -32,26 +32,26 @@ Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernel
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_, F = F_, QKV = QKV_;
   const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
-  encoded_ = HostBuffer<float>(BT * C);
-  attn_norm_ = HostBuffer<float>(L * BT * C);
-  attn_rstd_ = HostBuffer<float>(L * BT);
-  qkv_ = HostBuffer<float>(L * BT * QKV);
-  atty_ = HostBuffer<float>(L * BT * C);
-  att_ = HostBuffer<float>(L * att);
-  residual2_ = HostBuffer<float>(L * BT * C);
-  mlp_norm_ = HostBuffer<float>(L * BT * C);
-  mlp_rstd_ = HostBuffer<float>(L * BT);
-  gate_up_ = HostBuffer<float>(L * BT * 2 * F);
-  swiglu_ = HostBuffer<float>(L * BT * F);
-  residual3_ = HostBuffer<float>(L * BT * C);
-  norm_f_out_ = HostBuffer<float>(BT * C);
-  norm_f_rstd_ = HostBuffer<float>(BT);
-  dresidual_ = HostBuffer<float>(BT * C);
-  dbt_c_ = HostBuffer<float>(BT * C);
-  dqkv_ = HostBuffer<float>(BT * QKV);
-  dswiglu_ = HostBuffer<float>(BT * F);
-  dgate_up_ = HostBuffer<float>(BT * 2 * F);
-  datt_ = HostBuffer<float>(att);
+  encoded_ = Buffer<float>(BT * C, *ops_.memory);
+  attn_norm_ = Buffer<float>(L * BT * C, *ops_.memory);
+  attn_rstd_ = Buffer<float>(L * BT, *ops_.memory);
+  qkv_ = Buffer<float>(L * BT * QKV, *ops_.memory);
+  atty_ = Buffer<float>(L * BT * C, *ops_.memory);
+  att_ = Buffer<float>(L * att, *ops_.memory);
+  residual2_ = Buffer<float>(L * BT * C, *ops_.memory);
+  mlp_norm_ = Buffer<float>(L * BT * C, *ops_.memory);
+  mlp_rstd_ = Buffer<float>(L * BT, *ops_.memory);
+  gate_up_ = Buffer<float>(L * BT * 2 * F, *ops_.memory);
+  swiglu_ = Buffer<float>(L * BT * F, *ops_.memory);
+  residual3_ = Buffer<float>(L * BT * C, *ops_.memory);
+  norm_f_out_ = Buffer<float>(BT * C, *ops_.memory);
+  norm_f_rstd_ = Buffer<float>(BT, *ops_.memory);
+  dresidual_ = Buffer<float>(BT * C, *ops_.memory);
+  dbt_c_ = Buffer<float>(BT * C, *ops_.memory);
+  dqkv_ = Buffer<float>(BT * QKV, *ops_.memory);
+  dswiglu_ = Buffer<float>(BT * F, *ops_.memory);
+  dgate_up_ = Buffer<float>(BT * 2 * F, *ops_.memory);
+  datt_ = Buffer<float>(att, *ops_.memory);
 }
 
 void Llama::build_layout() {

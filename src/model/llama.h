@@ -48,15 +48,15 @@ class Llama final : public DecoderModel {
   size_t lm_head_ = 0, norm_f_ = 0, wte_ = 0;
 
   // Activations of the last forward (sized for max_B_ x max_T_).
-  HostBuffer<float> encoded_;                          // (B,T,C)
-  HostBuffer<float> attn_norm_, attn_rstd_;            // (L,B,T,C), (L,B,T)
-  HostBuffer<float> qkv_, atty_, att_;                 // (L,B,T,QKV) after RoPE, (L,B,T,C),
-                                                       // (L,B,NH,T,T)
-  HostBuffer<float> residual2_, mlp_norm_, mlp_rstd_;  // (L,B,T,C) x2, (L,B,T)
-  HostBuffer<float> gate_up_, swiglu_, residual3_;     // (L,B,T,2F), (L,B,T,F), (L,B,T,C)
-  HostBuffer<float> norm_f_out_, norm_f_rstd_;         // (B,T,C), (B,T)
+  Buffer<float> encoded_;                          // (B,T,C)
+  Buffer<float> attn_norm_, attn_rstd_;            // (L,B,T,C), (L,B,T)
+  Buffer<float> qkv_, atty_, att_;                 // (L,B,T,QKV) after RoPE, (L,B,T,C),
+                                                   // (L,B,NH,T,T)
+  Buffer<float> residual2_, mlp_norm_, mlp_rstd_;  // (L,B,T,C) x2, (L,B,T)
+  Buffer<float> gate_up_, swiglu_, residual3_;     // (L,B,T,2F), (L,B,T,F), (L,B,T,C)
+  Buffer<float> norm_f_out_, norm_f_rstd_;         // (B,T,C), (B,T)
   // Backward scratch, reused by every layer.
-  HostBuffer<float> dresidual_, dbt_c_, dqkv_, dswiglu_, dgate_up_, datt_;
+  Buffer<float> dresidual_, dbt_c_, dqkv_, dswiglu_, dgate_up_, datt_;
 };
 
 }  // namespace gossamer::model

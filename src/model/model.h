@@ -2,6 +2,9 @@
 // use, whatever the architecture. A model owns flat parameter and gradient buffers described
 // by its ParamLayout, runs forward/backward over the op table, and reports final gradient
 // ranges through the hook during backward. It knows nothing about ranks, files or optimizers.
+// Its buffers live in the op table's memory (OpTable::memory): params(), grads() and logits()
+// are host memory only when memory().host_accessible (the CPU backend); otherwise they are
+// device pointers, read and written through Buffer / MemoryOps copies.
 #pragma once
 
 #include <cstdint>

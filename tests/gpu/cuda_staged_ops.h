@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/memory.h"
 #include "kernels/cuda/adam.cuh"
 #include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
@@ -332,6 +333,7 @@ inline double sum_squares(const float* x, size_t n) {
 inline kernels::OpTable cuda_staged_ops() {
   kernels::OpTable t{};
   t.backend = "cuda";
+  t.memory = &kernels::cpu::kMemory;  // the entries take host buffers and stage them
   t.encoder_forward = staged::encoder_forward;
   t.encoder_backward = staged::encoder_backward;
   t.layernorm_forward = staged::layernorm_forward;

@@ -1,0 +1,104 @@
+// The model's buffers go through its op table's memory (core/memory_ops.h). With a memory that
+// is host memory but says it is not host-accessible, the model takes the paths it takes on a
+// GPU (weights drawn into a staging buffer and uploaded view by view, tokens and targets
+// uploaded, per-position losses read back, gradients zeroed through the memory), and every
+// family must compute bit for bit what it computes on the CPU backend's memory, with every
+// upload and read-back counted. Buffer<T> itself: zero-filled, round trips at an offset, zero(),
+// moves.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/buffer.h"
+#include "kernels/cpu/memory.h"
+#include "kernels/ops.h"
+#include "model/family.h"
+#include "model/model.h"
+
+using namespace gossamer;
+
+namespace {
+
+// Host memory that claims not to be: the model must not touch it except through these.
+struct Counts {
+  size_t allocs = 0, zeros = 0, uploads = 0, downloads = 0;
+} g_counts;
+
+const MemoryOps kPretendDevice{
+    .backend = "pretend-device",
+    .host_accessible = false,
+    .alloc = [](size_t bytes) { return ++g_counts.allocs, host_alloc(bytes); },
+    .free = host_free,
+    .zero = [](void* p, size_t bytes) { ++g_counts.zeros, std::memset(p, 0, bytes); },
+    .upload = [](void* dst, const void* src,
+                 size_t bytes) { ++g_counts.uploads, std::memcpy(dst, src, bytes); },
+    .download = [](void* dst, const void* src,
+                   size_t bytes) { ++g_counts.downloads, std::memcpy(dst, src, bytes); },
+};
+
+TEST(Buffer, ZeroFilledRoundTripsAndMoves) {
+  Buffer<float> b(1000, kernels::cpu::kMemory);
+  ASSERT_EQ(b.size(), 1000u);
+  size_t nonzero = 0;
+  for (float x : b.span()) nonzero += x != 0.0f;
+  EXPECT_EQ(nonzero, 0u);
+  std::vector<float> in(10), out(10, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i) + 0.5f;
+  b.upload(in.data(), in.size(), 990);
+  b.download(out.data(), out.size(), 990);
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(b.data()[995], 5.5f);
+  Buffer<float> moved = std::move(b);
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_EQ(b.data(), nullptr);
+  EXPECT_EQ(moved.data()[990], 0.5f);
+  moved.zero();
+  EXPECT_EQ(moved.data()[999], 0.0f);
+  EXPECT_STREQ(moved.memory().backend, "cpu");
+}
+
+TEST(ModelMemory, DevicePathsEqualTheHostPathsBitForBit) {
+  for (const model::ModelFamilyInfo& row : model::model_families()) {
+    model::ModelConfig cfg;
+    cfg.family = row.family;
+    cfg.n_layer = 2, cfg.n_head = 2, cfg.d_model = 48, cfg.vocab_size = 61, cfg.max_seq_len = 8;
+    const int B = 2, T = 8;
+    kernels::OpTable pretend = kernels::cpu_ops();
+    pretend.memory = &kPretendDevice;
+    auto host = model::make_model(cfg, B, T, kernels::cpu_ops());
+    g_counts = {};
+    auto dev = model::make_model(cfg, B, T, pretend);
+    EXPECT_GT(g_counts.allocs, 4u) << "every buffer from the table's memory";
+    host->init_weights(7);
+    dev->init_weights(7);
+    EXPECT_EQ(g_counts.uploads, dev->layout().views().size()) << "one upload per tensor";
+    const size_t n = host->params().size();
+    ASSERT_EQ(dev->params().size(), n);
+    EXPECT_EQ(std::memcmp(host->params().data(), dev->params().data(), n * sizeof(float)), 0)
+        << model::family_name(row.family) << ": initial weights";
+
+    std::vector<int32_t> tokens(B * T), targets(B * T);
+    for (int i = 0; i < B * T; ++i) tokens[i] = (i * 7) % 61, targets[i] = (i * 11 + 3) % 61;
+    const Counts before = g_counts;
+    const float loss_host = host->forward(tokens.data(), targets.data(), B, T);
+    const float loss_dev = dev->forward(tokens.data(), targets.data(), B, T);
+    EXPECT_EQ(loss_host, loss_dev) << model::family_name(row.family);
+    EXPECT_EQ(g_counts.uploads - before.uploads, 2u) << "tokens and targets";
+    EXPECT_EQ(g_counts.downloads - before.downloads, 1u) << "the per-position losses";
+    host->zero_grad();
+    dev->zero_grad();
+    EXPECT_GT(g_counts.zeros, before.zeros);
+    host->backward(1.0f);
+    dev->backward(1.0f);
+    EXPECT_EQ(std::memcmp(host->grads().data(), dev->grads().data(), n * sizeof(float)), 0)
+        << model::family_name(row.family) << ": gradients";
+    host->forward(tokens.data(), nullptr, B, T);
+    dev->forward(tokens.data(), nullptr, B, T);
+    const size_t nl = size_t(B) * T * cfg.padded_vocab_resolved();
+    EXPECT_EQ(std::memcmp(host->logits(), dev->logits(), nl * sizeof(float)), 0)
+        << model::family_name(row.family) << ": logits";
+  }
+}
+
+}  // namespace
