@@ -20,10 +20,13 @@ add_subdirectory(${GOSSAMER_GTEST_SOURCE} ${CMAKE_BINARY_DIR}/googletest EXCLUDE
 
 file(GLOB GOSSAMER_CPU_REFERENCE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/kernels/cpu/*.cpp)
 list(FILTER GOSSAMER_CPU_REFERENCE EXCLUDE REGEX ".*/kernels/cpu/(gemm|cpu_setup)\\.cpp$")
-# src/core/buffer.cpp: host memory for kernels/cpu/memory.cpp; src/optim/sparse_mask.cpp: the
-# CPU top-k the CUDA one is checked against.
-add_library(gossamer_gpu_only STATIC ${GOSSAMER_CPU_REFERENCE} ${CMAKE_SOURCE_DIR}/src/core/error.cpp
-            ${CMAKE_SOURCE_DIR}/src/core/buffer.cpp ${CMAKE_SOURCE_DIR}/src/optim/sparse_mask.cpp)
+# src/core/buffer.cpp: host memory for kernels/cpu/memory.cpp; src/model: the model the CUDA
+# model test runs on both tables (it needs nothing but core and the op table);
+# src/optim/sparse_mask.cpp: the CPU top-k the CUDA one is checked against.
+file(GLOB GOSSAMER_MODEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/model/*.cpp)
+add_library(gossamer_gpu_only STATIC ${GOSSAMER_CPU_REFERENCE} ${GOSSAMER_MODEL_SOURCES}
+            ${CMAKE_SOURCE_DIR}/src/core/error.cpp ${CMAKE_SOURCE_DIR}/src/core/buffer.cpp
+            ${CMAKE_SOURCE_DIR}/src/optim/sparse_mask.cpp)
 target_include_directories(gossamer_gpu_only PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kernels
                       OpenMP::OpenMP_CXX Threads::Threads)

@@ -1,0 +1,63 @@
+// Implementation of ops_table.h: designated initialisers, so that two entries of the same
+// signature cannot be swapped silently.
+#include "kernels/cuda/ops_table.h"
+
+#include "kernels/cuda/adam.cuh"
+#include "kernels/cuda/adam_sparse.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/crossentropy.cuh"
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/encoder.cuh"
+#include "kernels/cuda/gelu.cuh"
+#include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/memory.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/swiglu.cuh"
+
+namespace gossamer::kernels::cuda {
+
+namespace {
+
+constexpr OpTable kCudaOps{
+    .backend = "cuda",
+    .memory = &kMemory,
+    .encoder_forward = encoder_forward,
+    .encoder_backward = encoder_backward,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .matmul_forward = matmul_forward,
+    .matmul_backward = matmul_backward,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
+    .rmsnorm_forward = rmsnorm_forward,
+    .rmsnorm_backward = rmsnorm_backward,
+    .rope_forward = rope_forward,
+    .rope_backward = rope_backward,
+    .swiglu_forward = swiglu_forward,
+    .swiglu_backward = swiglu_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .add = add,
+    .accumulate = accumulate,
+    .scale = scale,
+    .sum_squares = sum_squares,
+    .crossentropy_forward = crossentropy_forward,
+    .crossentropy_backward = crossentropy_backward,
+    .adamw_update = adamw_update,
+    .adamw_update_blocks = adamw_update_blocks,
+    .adams_update = adams_update,
+    .adams_update_indexed = adams_update_indexed,
+    .adams_update_from_momentum = adams_update_from_momentum,
+};
+
+static_assert(first_unset_op(kCudaOps) == nullptr, "the CUDA op table has an unset entry");
+
+}  // namespace
+
+const OpTable& ops() {
+  return kCudaOps;
+}
+
+}  // namespace gossamer::kernels::cuda
