@@ -149,39 +149,39 @@ __global__ void tile_offsets_kernel(const uint32_t* above, const uint32_t* ties,
   block_exclusive_scan(offset, tiles, range_sums);
 }
 
+// How many threads of the block before this one have `flag` set; `total` receives the block's
+// count. Every thread of the block calls it; warp_counts (kWarps slots of shared memory) must
+// not be rewritten before the next __syncthreads() after the call.
+__device__ uint32_t block_rank(bool flag, uint32_t* warp_counts, uint32_t& total) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t ballot = __ballot_sync(0xffffffffu, flag);
+  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  __syncthreads();
+  uint32_t rank = __popc(ballot & ((1u << lane) - 1u));
+  total = 0;
+  for (unsigned w = 0; w < kWarps; ++w) {
+    rank += w < warp ? warp_counts[w] : 0;
+    total += warp_counts[w];
+  }
+  return rank;
+}
+
 // Writes the selected indices of each tile, in index order, from the tile's offset.
 __global__ void write_selected_kernel(const float* scores, size_t n, size_t tiles,
                                       const SelectState* st, const uint32_t* ties_before,
                                       const uint32_t* offset, uint32_t* out) {
   __shared__ uint32_t warp_ties[kWarps], warp_selected[kWarps];
   const uint32_t threshold = st->prefix, need = st->need;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint32_t lanes_below = (1u << lane) - 1u;
   for (size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     uint32_t ties_run = ties_before[t], out_run = offset[t];  // the same in every thread
     for (unsigned r = 0; r < kRounds; ++r) {
       const size_t i = t * kTile + r * kThreads + threadIdx.x;
       const uint32_t key = i < n ? order_key(scores[i]) : 0;
       const bool tie = i < n && key == threshold;
-      const uint32_t tie_ballot = __ballot_sync(0xffffffffu, tie);
-      if (lane == 0) warp_ties[warp] = __popc(tie_ballot);
-      __syncthreads();
-      uint32_t tie_rank = ties_run + __popc(tie_ballot & lanes_below);
-      uint32_t round_ties = 0;
-      for (unsigned w = 0; w < kWarps; ++w) {
-        tie_rank += w < warp ? warp_ties[w] : 0;
-        round_ties += warp_ties[w];
-      }
+      uint32_t round_ties = 0, round_selected = 0;
+      const uint32_t tie_rank = ties_run + block_rank(tie, warp_ties, round_ties);
       const bool selected = (i < n && key > threshold) || (tie && tie_rank < need);
-      const uint32_t sel_ballot = __ballot_sync(0xffffffffu, selected);
-      if (lane == 0) warp_selected[warp] = __popc(sel_ballot);
-      __syncthreads();
-      uint32_t pos = out_run + __popc(sel_ballot & lanes_below);
-      uint32_t round_selected = 0;
-      for (unsigned w = 0; w < kWarps; ++w) {
-        pos += w < warp ? warp_selected[w] : 0;
-        round_selected += warp_selected[w];
-      }
+      const uint32_t pos = out_run + block_rank(selected, warp_selected, round_selected);
       if (selected) out[pos] = uint32_t(i);
       ties_run += round_ties;
       out_run += round_selected;
