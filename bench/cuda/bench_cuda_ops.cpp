@@ -6,10 +6,11 @@
 // selection at 99% sparsity over the 124M parameters, and an op-sum estimate of one GPT-2 124M
 // training step (the measured op times added up; not a training run: no model on the device
 // yet, fp32, reference attention, docs/CUDA.md). Bytes are each op's minimal traffic (every
-// buffer read or written once), FLOPs the usual counts (matmul 2NCK, causal attention half of
-// the full products). Median of 10 timed calls after 2 warm-ups, CUDA events on the ops'
-// stream. Without a GPU it prints SKIPPED and exits 0 (scripts/gpu-check.sh runs it).
-// Usage: bench_cuda_ops [--quick]   (--quick: B = 2, for a first look)
+// buffer read or written once, an accumulated "+=" buffer both read and written), FLOPs the
+// usual counts (matmul 2NCK, causal attention half of the full products). Median of 10 timed calls
+// after 2 warm-ups, CUDA events on the ops' stream. Without a GPU it prints SKIPPED and exits 0
+// (scripts/gpu-check.sh runs it). Usage: bench_cuda_ops [--quick]   (--quick: B = 2, for a first
+// look)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/memory.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/sparse_select.cuh"
@@ -180,7 +182,7 @@ int main(int argc, char** argv) {
     const double ln_forward_ms = row("layernorm_forward", nc, 2 * N * C * f, 0, [&] {
       k::layernorm_forward(y, mean, rstd, x, w, bias, int(N), C);
     });
-    const double ln_backward_ms = row("layernorm_backward", nc, 5 * N * C * f, 0, [&] {
+    const double ln_backward_ms = row("layernorm_backward", nc, 4 * N * C * f, 0, [&] {
       k::layernorm_backward(dx, dw, dbias, dy, x, w, mean, rstd, int(N), C);
     });
     double fwd = 2 * ln_forward_ms, bwd = 2 * ln_backward_ms;  // two LayerNorms per layer
@@ -201,7 +203,7 @@ int main(int argc, char** argv) {
       float* din = m.in == C ? dx : dh;
       const float* dout = m.in == C ? dh : dy;
       bwd += row(std::string("matmul_backward (") + m.name + ")", shape,
-                 (io + N * double(m.in) + 3 * wt) * f, 4.0 * N * m.in * m.out,
+                 (io + 2 * N * double(m.in) + 3 * wt) * f, 4.0 * N * m.in * m.out,
                  [&] { k::matmul_backward(din, dw, dbias, dout, in, w, int(N), m.in, m.out); });
     }
     const double hs = C / NH, att_flops = 2.0 * B * NH * double(T) * T * hs;  // causal: half
@@ -210,23 +212,27 @@ int main(int argc, char** argv) {
     fwd += row("attention_forward (reference)", bt, (N * 4.0 * C) * f + att_bytes, att_flops,
                [&] { k::attention_forward(y, att, h, B, T, C, NH, NH); });
     bwd +=
-        row("attention_backward (reference)", bt, (N * 7.0 * C) * f + 2 * att_bytes, 2 * att_flops,
+        row("attention_backward (reference)", bt, (N * 10.0 * C) * f + 2 * att_bytes, 2 * att_flops,
             [&] { k::attention_backward(dh, scratch, dy, h, att, B, T, C, NH, NH); });
     const std::string n4c = std::to_string(N) + "x" + std::to_string(4 * C);
     fwd += row("gelu_forward", n4c, 2 * N * 4.0 * C * f, 0,
                [&] { k::gelu_forward(h2, h, N * 4 * C); });
-    bwd += row("gelu_backward", n4c, 3 * N * 4.0 * C * f, 0,
+    bwd += row("gelu_backward", n4c, 4 * N * 4.0 * C * f, 0,
                [&] { k::gelu_backward(dh, h, h2, N * 4 * C); });
     const double add_ms =
         row("add (residual)", nc, 3 * N * C * f, 0, [&] { k::add(y, x, dx, N * C); });
     fwd += 2 * add_ms;  // the two residual additions
-    bwd += 2 * add_ms;  // and the residual stream's gradient accumulations
+    // Backward adds into the residual stream's gradient inside the LayerNorms, and zeroes about
+    // 14 B*T*C floats of its buffers per layer (gpt2.cpp).
+    float* zeroed = dev.floats(14 * N * C);
+    bwd += row("zero (a layer's backward buffers)", std::to_string(14 * N * C), 14 * N * C * f, 0,
+               [&] { k::kMemory.zero(zeroed, 14 * N * C * sizeof(float)); });
 
     double head = 0;
     const std::string emb = "B" + std::to_string(B) + " T" + std::to_string(T) + " C768";
-    head += row("encoder_forward", emb, (3.0 * N * C) * f, 0,
+    head += row("encoder_forward", emb, (2.0 * N * C + double(T) * C) * f, 0,
                 [&] { k::encoder_forward(x, d_tokens, wte, wpe, B, T, C); });
-    head += row("encoder_backward", emb, (3.0 * N * C) * f, 0,
+    head += row("encoder_backward", emb, (3.0 * N * C + 2.0 * T * C) * f, 0,
                 [&] { k::encoder_backward(dwte, dwpe, dx, d_tokens, B, T, C); });
     const std::string lm = std::to_string(N) + "x768 -> 50304";
     head +=
@@ -278,8 +284,12 @@ int main(int argc, char** argv) {
         [&] { k::rope_backward(dh, B, T, 2 * NH, C / NH, 3 * C, 10000.0); });
     row("swiglu_forward", std::to_string(N) + "x" + std::to_string(2 * C), 3 * N * 2.0 * C * f, 0,
         [&] { k::swiglu_forward(h2, h, int(N), 2 * C); });
-    row("swiglu_backward", std::to_string(N) + "x" + std::to_string(2 * C), 5 * N * 2.0 * C * f, 0,
+    row("swiglu_backward", std::to_string(N) + "x" + std::to_string(2 * C), 7 * N * 2.0 * C * f, 0,
         [&] { k::swiglu_backward(dh, h2, h, int(N), 2 * C); });
+
+    // zero_grad over the parameters (g is not read after this row).
+    const double zero_grad_ms = row("zero_grad", np, n_params * f, 0,
+                                    [&] { k::kMemory.zero(g, n_params * sizeof(float)); });
 
     std::printf("# bench_cuda_ops: %s, %d SMs, %.1f GiB; B = %d, T = %d (GPT-2 124M shapes)\n",
                 prop.name, prop.multiProcessorCount, prop.totalGlobalMem / double(1 << 30), B, T);
@@ -296,17 +306,18 @@ int main(int argc, char** argv) {
                   r.flops / (r.ms * 1e-3) / 1e12, roof, 100.0 * roof / r.ms);
     }
     // The op-sum estimate of one step: L layers forward and backward, the head, AdamW.
-    const double step_ms = L * (fwd + bwd) + head + optim_ms;
+    const double step_ms = L * (fwd + bwd) + head + zero_grad_ms + optim_ms;
     const double flop_params = double(n_params) - double(T) * C - double(Vp - V) * C;
     const double step_tokens = double(N);
     const double model_flops = step_tokens * (6.0 * flop_params + 6.0 * L * C * T);
     std::printf(
         "\nop-sum estimate of one GPT-2 124M training step (fp32, reference attention, "
         "unfused; NOT a training run): %.1f ms = %d x (%.2f forward + %.2f backward) + "
-        "%.2f head + %.2f AdamW; %.0f tokens/s; %.1f%% of the measured fp32 matmul peak, "
+        "%.2f head + %.2f zero_grad + %.2f AdamW; %.0f tokens/s; %.1f%% of the measured fp32 "
+        "matmul peak, "
         "%.2f%% of the H200's 990 TFLOP/s bf16 spec. SCAPE's top-k at 99%%: %.2f ms "
         "(%.1f%% of the step).\n",
-        step_ms, L, fwd, bwd, head, optim_ms, step_tokens / (step_ms * 1e-3),
+        step_ms, L, fwd, bwd, head, zero_grad_ms, optim_ms, step_tokens / (step_ms * 1e-3),
         100.0 * model_flops / (step_ms * 1e-3) / peak_flops,
         100.0 * model_flops / (step_ms * 1e-3) / 990e12, select_ms, 100.0 * select_ms / step_ms);
   } catch (const std::exception& e) {

@@ -12,11 +12,19 @@ void* alloc(size_t bytes) {
   void* p = nullptr;
   if (bytes == 0) return nullptr;
   GOSSAMER_CUDA_CHECK(cudaMalloc(&p, bytes));
-  GOSSAMER_CUDA_CHECK(cudaMemset(p, 0, bytes));
+  // On the ops' stream, so that no kernel on it can see the memory before it is zero.
+  const cudaError_t e = cudaMemsetAsync(p, 0, bytes, stream());
+  if (e != cudaSuccess) {
+    (void)cudaFree(p);
+    cuda_check(e, "cudaMemsetAsync (zero-filling a new buffer)", __FILE__, __LINE__);
+  }
   return p;
 }
+// Never throws: called from destructors. After a kernel fault or at process exit cudaFree
+// returns the sticky error (or cudaErrorCudartUnloading), which the failing call already
+// reported; the memory goes with the context.
 void release(void* p, size_t) {
-  if (p) GOSSAMER_CUDA_CHECK(cudaFree(p));
+  if (p) (void)cudaFree(p);
 }
 void zero(void* p, size_t bytes) {
   if (bytes) GOSSAMER_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream()));

@@ -1,5 +1,6 @@
 // The CUDA backend's memory (core/memory_ops.h): GPU memory from cudaMalloc, zero-filled on
-// allocation; zero by cudaMemsetAsync on the ops' stream; upload / download by cudaMemcpyAsync
+// allocation (on the ops' stream); free never throws (it runs in destructors); zero by
+// cudaMemsetAsync on the ops' stream; upload / download by cudaMemcpyAsync
 // on that stream followed by a synchronisation of it, so a copy follows every op issued before
 // it and has completed when it returns. Errors throw gossamer::Error naming the call.
 #pragma once

@@ -4,13 +4,15 @@
 // more are advised to use transparent huge pages. Move-only (RAII).
 // Buffer<T>: the same in a backend's memory (core/memory_ops.h: host memory for the CPU
 // backend, GPU memory for CUDA), for the buffers ops read and write; its data() is a host
-// pointer only when memory().host_accessible.
+// pointer only when memory().host_accessible. Its memory's free must not throw (it runs in
+// the destructor and in the noexcept move).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "core/error.h"
 #include "core/memory_ops.h"
 
 namespace gossamer {
@@ -86,13 +88,18 @@ class Buffer {
   std::span<const T> span() const { return {p_, n_}; }
   const MemoryOps& memory() const { return *memory_; }
 
-  void zero() { memory_->zero(p_, n_ * sizeof(T)); }
-  // Copies n elements at offset from / to host memory (complete on return).
+  void zero() {
+    if (p_) memory_->zero(p_, n_ * sizeof(T));
+  }
+  // Copies n elements at offset from / to host memory (complete on return); a range outside
+  // the buffer throws gossamer::Error.
   void upload(const T* host, size_t n, size_t offset = 0) {
-    memory_->upload(p_ + offset, host, n * sizeof(T));
+    check_range(n, offset);
+    if (n) memory_->upload(p_ + offset, host, n * sizeof(T));
   }
   void download(T* host, size_t n, size_t offset = 0) const {
-    memory_->download(host, p_ + offset, n * sizeof(T));
+    check_range(n, offset);
+    if (n) memory_->download(host, p_ + offset, n * sizeof(T));
   }
 
  private:
@@ -100,6 +107,10 @@ class Buffer {
     if (p_) memory_->free(p_, n_ * sizeof(T));
     p_ = nullptr;
     n_ = 0;
+  }
+  void check_range(size_t n, size_t offset) const {
+    if (offset > n_ || n > n_ - offset)
+      fail("buffer: copy of %zu elements at %zu outside a buffer of %zu", n, offset, n_);
   }
   const MemoryOps* memory_ = nullptr;
   size_t n_ = 0;

@@ -2,8 +2,8 @@
 // memory for the CPU backend, GPU memory for CUDA): a table of functions that every op table
 // points to (kernels/ops.h: OpTable::memory), so that code holding an op table can own buffers
 // its ops can use (Buffer<T>, core/buffer.h) and move data to and from them explicitly.
-// Invariants: alloc returns zero-filled memory or throws gossamer::Error; every function accepts
-// 0 bytes; upload / download have completed when they return (after every op issued before
+// Invariants: alloc returns zero-filled memory or throws gossamer::Error; free never throws;
+// every function accepts 0 bytes; upload / download have completed when they return (after every op issued before
 // them), so the host may reuse its buffer or read the result at once.
 #pragma once
 

@@ -123,6 +123,11 @@ void DecoderModel::zero_unrouted_grads() {
 void DecoderModel::route_block_weight_gradients(RoutedGradientHook on_ready) {
   GOSSAMER_CHECK(!routed_hook_, "model: block weight gradients are routed already");
   GOSSAMER_CHECK(on_ready != nullptr, "model: routing block weight gradients needs a hook");
+  // The hook reads the routed gradients on the host (the sharded optimizers' reduce-scatter).
+  GOSSAMER_CHECK(grads_.memory().host_accessible,
+                 "model: routing block weight gradients needs host memory; the %s backend's "
+                 "is not (sharded optimizers on a GPU are not supported yet, docs/CUDA.md)",
+                 grads_.memory().backend);
   const auto& views = layout_.views();
   routed_view_.assign(views.size(), false);
   for (size_t i = 0; i < views.size(); ++i) {

@@ -3,14 +3,16 @@
 // GPU (weights drawn into a staging buffer and uploaded view by view, tokens and targets
 // uploaded, per-position losses read back, gradients zeroed through the memory), and every
 // family must compute bit for bit what it computes on the CPU backend's memory, with every
-// upload and read-back counted. Buffer<T> itself: zero-filled, round trips at an offset, zero(),
-// moves.
+// upload and read-back counted; routing gradients (host hooks) is refused on such memory.
+// Buffer<T> itself: zero-filled, round trips at an offset, zero(), moves, copies outside the
+// buffer rejected.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/error.h"
 #include "kernels/cpu/memory.h"
 #include "kernels/ops.h"
 #include "model/family.h"
@@ -56,6 +58,11 @@ TEST(Buffer, ZeroFilledRoundTripsAndMoves) {
   moved.zero();
   EXPECT_EQ(moved.data()[999], 0.0f);
   EXPECT_STREQ(moved.memory().backend, "cpu");
+  EXPECT_THROW(moved.upload(in.data(), 11, 990), Error);  // past the end
+  EXPECT_THROW(moved.download(out.data(), 1, 1001), Error);
+  Buffer<float> empty;
+  empty.zero();  // nothing to zero, no memory to ask
+  empty.download(out.data(), 0);
 }
 
 TEST(ModelMemory, DevicePathsEqualTheHostPathsBitForBit) {
@@ -98,6 +105,7 @@ TEST(ModelMemory, DevicePathsEqualTheHostPathsBitForBit) {
     const size_t nl = size_t(B) * T * cfg.padded_vocab_resolved();
     EXPECT_EQ(std::memcmp(host->logits(), dev->logits(), nl * sizeof(float)), 0)
         << model::family_name(row.family) << ": logits";
+    EXPECT_THROW(dev->route_block_weight_gradients([](size_t, const float*) {}), Error);
   }
 }
 
