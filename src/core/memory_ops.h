@@ -3,8 +3,8 @@
 // points to (kernels/ops.h: OpTable::memory), so that code holding an op table can own buffers
 // its ops can use (Buffer<T>, core/buffer.h) and move data to and from them explicitly.
 // Invariants: alloc returns zero-filled memory or throws gossamer::Error; free never throws;
-// every function accepts 0 bytes; upload / download have completed when they return (after every op issued before
-// them), so the host may reuse its buffer or read the result at once.
+// every function accepts 0 bytes; upload / download have completed when they return (after
+// every op issued before them), so the host may reuse its buffer or read the result at once.
 #pragma once
 
 #include <cstddef>
