@@ -9,14 +9,12 @@
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/memory.cuh"
+#include "skip_without_gpu.h"
 
 namespace {
 
 using gossamer::Buffer;
 namespace k = gossamer::kernels::cuda;
-
-#define SKIP_WITHOUT_GPU() \
-  if (k::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
 TEST(CudaMemory, BufferZeroFilledRoundTripsAndZero) {
   SKIP_WITHOUT_GPU();

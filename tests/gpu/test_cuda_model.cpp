@@ -18,13 +18,11 @@
 #include "kernels/cuda/ops_table.h"
 #include "model/family.h"
 #include "model/model.h"
+#include "skip_without_gpu.h"
 
 namespace {
 
 using namespace gossamer;
-
-#define SKIP_WITHOUT_GPU() \
-  if (kernels::cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
 std::vector<float> read_back(const float* device, size_t n) {
   std::vector<float> host(n);

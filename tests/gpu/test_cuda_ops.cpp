@@ -21,6 +21,7 @@
 #include "gpt2_op_cases.h"
 #include "llama_op_cases.h"
 #include "op_test_harness.h"
+#include "skip_without_gpu.h"
 
 namespace {
 
@@ -29,10 +30,6 @@ using namespace gossamer::op_test::gpt2;
 namespace llama = gossamer::op_test::llama;
 using gossamer::Rng;
 using gossamer::cuda_test::cuda_staged_ops;
-using gossamer::cuda_test::visible_gpus;
-
-#define SKIP_WITHOUT_GPU() \
-  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
 std::vector<CaseEntry> cuda_cases() {
   // Every case of both grids (every op they call has a CUDA kernel).

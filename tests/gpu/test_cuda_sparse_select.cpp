@@ -19,15 +19,12 @@
 #include "cuda_staged_ops.h"
 #include "kernels/cuda/sparse_select.cuh"
 #include "optim/sparse_mask.h"
+#include "skip_without_gpu.h"
 
 namespace {
 
 using gossamer::Rng;
 using gossamer::cuda_test::Stager;
-using gossamer::cuda_test::visible_gpus;
-
-#define SKIP_WITHOUT_GPU() \
-  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
 std::vector<uint32_t> cuda_top_k(const std::vector<float>& scores, size_t k) {
   std::vector<uint32_t> out(k, 0xdeadbeefu);
