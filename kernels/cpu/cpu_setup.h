@@ -1,6 +1,7 @@
 // CPU kernel set-up for one process: how many OpenMP threads a rank uses (its share of the
 // node's cores unless set) and which gemm backend serves the matrix products. KernelsConfig is
-// the `kernels` section of a run config. Invariant: called once per process, before any op
+// the `kernels` section of a run config, which also names the device the ops run on (the
+// table is chosen in train/device_ops.h). Invariant: called once per process, before any op
 // runs; the choice is logged.
 #pragma once
 
@@ -13,12 +14,19 @@
 
 namespace gossamer::kernels::cpu {
 
+// Where a run's ops and buffers live.
+enum class KernelsDevice { KERNELS_DEVICE_CPU, KERNELS_DEVICE_CUDA };
+
 struct KernelsConfig {
+  KernelsDevice device = KernelsDevice::KERNELS_DEVICE_CPU;
   GemmBackend gemm = GemmBackend::GEMM_BACKEND_AUTO;
   int threads = 0;
 
   template <class V>
   void visit(V& v) {
+    v("device", device,
+      "where the ops and the model's buffers live (cuda: one GPU, adamw / adams, one rank for "
+      "now; docs/CUDA.md)");
     v("gemm", gemm, "CPU matrix-product backend (auto: a fixed per-shape rule, docs/PERF.md)");
     v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
   }
@@ -33,6 +41,12 @@ void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node = 1);
 }  // namespace gossamer::kernels::cpu
 
 namespace gossamer {
+template <>
+struct EnumNames<kernels::cpu::KernelsDevice> {
+  static constexpr std::pair<kernels::cpu::KernelsDevice, std::string_view> values[] = {
+      {kernels::cpu::KernelsDevice::KERNELS_DEVICE_CPU, "cpu"},
+      {kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA, "cuda"}};
+};
 template <>
 struct EnumNames<kernels::cpu::GemmBackend> {
   static constexpr std::pair<kernels::cpu::GemmBackend, std::string_view> values[] = {

@@ -1,7 +1,7 @@
 // The CUDA backend's op table: every op of kernels/ops.h by its kernel in kernels/cuda/, and
-// the CUDA memory (kernels/cuda/memory.cuh): the buffers its ops take are GPU memory. Nothing
-// selects it yet (the optimizers and the trainer still read host memory; docs/CUDA.md); the
-// op tests run the same kernels through a staged table of host buffers (tests/gpu).
+// the CUDA memory (kernels/cuda/memory.cuh): the buffers its ops take are GPU memory. A run
+// selects it with kernels.device = cuda (train/device_ops.h); the op tests run the same
+// kernels through a staged table of host buffers (tests/gpu).
 // Invariant: every entry is set (checked at compile time in ops_table.cpp).
 #pragma once
 
@@ -10,5 +10,8 @@
 namespace gossamer::kernels::cuda {
 
 const OpTable& ops();
+
+// GPUs the CUDA runtime sees (0 when there are none or no driver; never throws).
+int device_count();
 
 }  // namespace gossamer::kernels::cuda

@@ -124,15 +124,16 @@ ChoiceScores score_choice(model::Model& model, const data::Tokenizer& tokenizer,
     first_pred[i] = int(keep) - 1;
   }
   model.forward(tokens.data(), nullptr, n, T);
-  const float* logits = model.logits();
   const int V = model.config().vocab_size, Vp = model.config().padded_vocab_resolved();
 
   ChoiceScores s;
   s.sum_logprob.assign(n, 0.0);
   s.num_tokens.assign(n, 0);
+  std::vector<float> logits(static_cast<size_t>(V));  // one position's logits, read back
+  const float* row = logits.data();
   for (int i = 0; i < n; ++i) {
     for (size_t k = 0; k < ends[i].size(); ++k) {
-      const float* row = logits + (size_t(i) * T + size_t(first_pred[i]) + k) * Vp;
+      model.copy_logits_to((size_t(i) * T + size_t(first_pred[i]) + k) * Vp, logits);
       const double mx = *std::max_element(row, row + V);
       double z = 0;
       for (int v = 0; v < V; ++v) z += std::exp(double(row[v]) - mx);

@@ -54,11 +54,13 @@ std::vector<int32_t> generate(model::Model& model, std::vector<int32_t> prompt, 
   const int V = model.config().vocab_size, Vp = model.config().padded_vocab_resolved();
   const int window = model.max_seq();
   std::vector<int32_t> out;
+  std::vector<float> last(static_cast<size_t>(V));  // the last position's logits, read back
   for (int i = 0; i < n_new; ++i) {
     const int T = std::min<int>(window, int(prompt.size()));
     const int32_t* ctx = prompt.data() + prompt.size() - T;
     model.forward(ctx, nullptr, 1, T);
-    const int32_t next = sample_token(model.logits() + size_t(T - 1) * Vp, V, opt, rng);
+    model.copy_logits_to(size_t(T - 1) * Vp, last);
+    const int32_t next = sample_token(last.data(), V, opt, rng);
     prompt.push_back(next);
     out.push_back(next);
     if (on_token) on_token(next);

@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
 #include "kernels/ops.h"
+#include "model/host_params.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
 
@@ -28,11 +29,11 @@ std::string model_section_json(const model::ModelConfig& config) {
 }
 
 // Our padded vocabulary rows are zero by construction; export drops them, so say so if not.
-void warn_nonzero_padding(const HfAdapter& a, const model::Model& m) {
+void warn_nonzero_padding(const HfAdapter& a, const model::Model& m, const float* params) {
   for (const HfTensorMap& t : a.tensors) {
     if (t.transform != HfTransform::HF_TRANSFORM_VOCAB_ROWS) continue;
     const model::ParamView& v = m.layout().find(t.ours);
-    const float* p = m.params().data() + v.offset;
+    const float* p = params + v.offset;
     for (size_t i = size_t(io::shape_numel(t.hf_shape)); i < v.numel; ++i) {
       if (p[i] != 0.0f) {
         log_warn(
@@ -54,7 +55,9 @@ void export_hf_model(const model::Model& model, const std::string& tokenizer_spe
   const HfAdapter adapter = make_hf_adapter(cfg, model.layout());
   std::optional<HfTokenizerFiles> tok;
   if (!tokenizer_spec.empty()) tok = open_tokenizer_for_export(tokenizer_spec, cfg.vocab_size);
-  warn_nonzero_padding(adapter, model);
+  const model::HostParamsView host(model);  // read back from device memory
+  const float* params = host.span().data();
+  warn_nonzero_padding(adapter, model, params);
 
   io::StagingDir out(hf_dir, force, "config.json", "export-hf: HF_DIR");
   HfSpecialTokens ids;
@@ -64,7 +67,6 @@ void export_hf_model(const model::Model& model, const std::string& tokenizer_spe
   w.set_metadata("format", "pt");  // transformers refuses files without a known format
   w.set_metadata(kHfGossamerConfigKey, model_section_json(cfg));
   std::vector<std::vector<float>> scratch(adapter.tensors.size());
-  const float* params = model.params().data();
   size_t bytes = 0;
   for (size_t i = 0; i < adapter.tensors.size(); ++i) {
     const HfTensorMap& t = adapter.tensors[i];

@@ -24,6 +24,7 @@
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
 #include "kernels/ops.h"
+#include "model/host_params.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
 
@@ -225,7 +226,8 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
   };
 
   std::set<std::string> used;
-  float* params = model.params().data();
+  model::HostParamsEdit host(model, /*read_first=*/true);
+  float* params = host.span().data();
   std::vector<float> buf;
   std::map<std::string, std::string> source;  // HF name -> file name actually read
   // A head config.json ties to the embedding (a tied Llama head) is read from the embedding.
@@ -266,6 +268,7 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
     fail("%s: unexpected tensor '%s' (not part of a %s with config.json's settings: %s)",
          reader->path().c_str(), name.c_str(), family.architecture.c_str(), describe(spec).c_str());
   }
+  host.commit();
   if (!ignored.empty()) {
     std::string names;
     for (size_t i = 0; i < ignored.size() && i < 3; ++i) names += (i ? ", " : "") + ignored[i];
@@ -292,8 +295,8 @@ void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, boo
   rc.validate();
   const json resolved = to_json(rc);
 
-  train::write_model_weights(out.path() + "/model.safetensors", model->layout(), model->params(),
-                             resolved);
+  train::write_model_weights(out.path() + "/model.safetensors", model->layout(),
+                             model::HostParamsView(*model).span(), resolved);
   json trainer = train::trainer_state_json(train::initial_trainer_state(rc.train.seed), resolved);
   trainer["imported_from"] = fs::absolute(hf_dir).lexically_normal().string();
   out.write_file("trainer.json", trainer.dump(2) + "\n");

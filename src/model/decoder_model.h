@@ -39,6 +39,7 @@ class DecoderModel : public Model {
   int max_batch() const final { return max_B_; }
   int max_seq() const final { return max_T_; }
   const float* logits() const final { return logits_.data(); }
+  const MemoryOps& memory() const final { return *ops_.memory; }
   void zero_grad() final;
 
   // Initialisation from `seed` on the family's Rng stream (family table), drawn in layout

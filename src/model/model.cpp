@@ -1,6 +1,7 @@
 // Model factory (through the family table, family.h) and the FLOP estimate.
 #include "model/model.h"
 
+#include "core/error.h"
 #include "model/family.h"
 
 namespace gossamer::model {
@@ -8,6 +9,15 @@ namespace gossamer::model {
 double flops_per_token(const Model& model, int seq_len) {
   const ModelConfig& c = model.config();
   return 6.0 * double(model.num_flop_params()) + 6.0 * c.n_layer * c.d_model * double(seq_len);
+}
+
+void Model::copy_logits_to(size_t offset, std::span<float> out) const {
+  const size_t total =
+      size_t(max_batch()) * size_t(max_seq()) * size_t(config().padded_vocab_resolved());
+  GOSSAMER_CHECK(offset <= total && out.size() <= total - offset,
+                 "model: logits %zu..%zu requested, the model holds %zu", offset,
+                 offset + out.size(), total);
+  if (!out.empty()) memory().download(out.data(), logits() + offset, out.size() * sizeof(float));
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, int max_batch, int max_seq,

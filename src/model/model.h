@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 
+#include "core/memory_ops.h"
 #include "kernels/ops.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
@@ -40,6 +41,11 @@ class Model {
   // backward(). Without: leaves logits (B,T,Vp) readable through logits() and returns 0.
   virtual float forward(const int32_t* tokens, const int32_t* targets, int B, int T) = 0;
   virtual const float* logits() const = 0;
+  // Copies logits() elements [offset, offset + out.size()) to host memory: the explicit read
+  // every backend supports (a plain copy on the CPU). Throws outside (max_batch, max_seq, Vp).
+  void copy_logits_to(size_t offset, std::span<float> out) const;
+  // Where params(), grads() and logits() live: the memory of the op table it was built with.
+  virtual const MemoryOps& memory() const = 0;
   virtual void zero_grad() = 0;
   // grads += d(grad_scale * loss)/d(params); hook sees each final range in buffer order.
   virtual void backward(float grad_scale, const GradReadyHook& hook) = 0;

@@ -18,7 +18,7 @@ class AdamSRule final : public UpdateRule {
         own_(own),
         code_form_(config.adams.form == AdamsForm::ADAMS_FORM_CODE),
         runs_(owned_runs(layout, own)),
-        m_(own.size) {}
+        m_(own.size, *ops.memory) {}
 
   const char* name() const override { return "adams"; }
 
@@ -35,7 +35,7 @@ class AdamSRule final : public UpdateRule {
   }
 
   std::vector<StateTensor> state() override {
-    return {StateTensor::sharded("adams.m", m_.data(), own_)};
+    return {StateTensor::sharded("adams.m", m_.data(), own_).in(m_.memory())};
   }
   size_t state_bytes() const override { return m_.size() * sizeof(float); }
 
@@ -45,7 +45,7 @@ class AdamSRule final : public UpdateRule {
   OwnedShard own_;
   bool code_form_;
   std::vector<OwnedRun> runs_;
-  HostBuffer<float> m_;  // zero-initialised
+  Buffer<float> m_;  // zero-initialised, in the op table's memory
 };
 
 }  // namespace

@@ -16,8 +16,8 @@ class AdamWRule final : public UpdateRule {
         ops_(ops),
         own_(own),
         runs_(owned_runs(layout, own)),
-        m_(own.size),
-        v_(own.size) {}
+        m_(own.size, *ops.memory),
+        v_(own.size, *ops.memory) {}
 
   const char* name() const override { return "adamw"; }
 
@@ -34,8 +34,8 @@ class AdamWRule final : public UpdateRule {
   }
 
   std::vector<StateTensor> state() override {
-    return {StateTensor::sharded("adamw.m", m_.data(), own_),
-            StateTensor::sharded("adamw.v", v_.data(), own_)};
+    return {StateTensor::sharded("adamw.m", m_.data(), own_).in(m_.memory()),
+            StateTensor::sharded("adamw.v", v_.data(), own_).in(v_.memory())};
   }
   size_t state_bytes() const override { return (m_.size() + v_.size()) * sizeof(float); }
 
@@ -44,7 +44,7 @@ class AdamWRule final : public UpdateRule {
   const kernels::OpTable& ops_;
   OwnedShard own_;
   std::vector<OwnedRun> runs_;
-  HostBuffer<float> m_, v_;  // zero-initialised
+  Buffer<float> m_, v_;  // zero-initialised, in the op table's memory
 };
 
 }  // namespace

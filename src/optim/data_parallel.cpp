@@ -25,7 +25,7 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
       bf16_(setup.parallel.comm_dtype == CommDtype::COMM_DTYPE_BF16) {
   rule_ = make_rule(cfg_, setup.layout, ops_, own_);
   if (bf16_ && world_ > 1) wire_ = HostBuffer<uint16_t>(total_);
-  if (par_.zero_stage == 2) grad_acc_ = HostBuffer<float>(own_.size);
+  if (par_.zero_stage == 2) grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
 }
 
 DataParallel::~DataParallel() {
@@ -114,14 +114,9 @@ void DataParallel::micro_batch_end(int index, int count) {
   if (index == count - 1) return;  // the last micro-batch is finished by step()
   // ZeRO-2, not the last micro-batch: keep this rank's reduced pieces, free the rest.
   finish_all();
-  for (const ShardPiece& p : own_.pieces) {
-    const float* g = grads_.data() + p.begin;
-    float* acc = grad_acc_.data() + p.local;
-    const size_t n = p.size();
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) acc[i] += g[i];
-  }
-  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  for (const ShardPiece& p : own_.pieces)
+    ops_.accumulate(grad_acc_.data() + p.local, grads_.data() + p.begin, p.size());
+  ops_.memory->zero(grads_.data(), grads_.size_bytes());
   next_bucket_ = 0;
   local_sumsq_ = 0;
 }
@@ -136,13 +131,9 @@ StepResult DataParallel::step(const StepContext& ctx) {
 
   float* grads = grads_.data();
   if (par_.zero_stage == 2 && grad_acc_.size() > 0) {
-    for (const ShardPiece& p : own_.pieces) {
-      float* g = grads + p.begin;
-      float* acc = grad_acc_.data() + p.local;
-      const size_t n = p.size();
-#pragma omp parallel for schedule(static)
-      for (size_t i = 0; i < n; ++i) g[i] += acc[i], acc[i] = 0.0f;
-    }
+    for (const ShardPiece& p : own_.pieces)
+      ops_.accumulate(grads + p.begin, grad_acc_.data() + p.local, p.size());
+    grad_acc_.zero();
   }
   // One process, gradients unchanged since the check: its sums are the norm (one pass saved).
   double sumsq =

@@ -83,6 +83,11 @@ class Optimizer {
   virtual bool routes_block_weight_gradients() const { return false; }
   virtual void routed_gradient_ready(size_t view, const float* grad) {}
 
+  // Whether the method runs with its op table's buffers on device memory (kernels.device =
+  // cuda): state in that memory, every loop over parameters, gradients or state through ops.
+  // Methods that still loop on the host say no, and the trainer refuses them there.
+  virtual bool supports_device_memory() const { return false; }
+
   // Hands over the model's flat parameter and gradient buffers (layout-sized; both outlive
   // the optimizer). Called once, before the first micro-batch. Methods that impose an
   // invariant on the weights override on_attach().

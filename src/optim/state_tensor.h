@@ -2,8 +2,8 @@
 // how it relates to the ranks (its scope). The checkpoint code (train/checkpoint.cpp) gathers
 // and restores state by these two properties alone, so a new method declares its state and
 // gets world-size-independent checkpoints, or a clear error where they are impossible.
-// Invariant: `data` points at `numel` elements of `dtype` owned by the optimizer; a SHARDED
-// tensor is either whole (numel == total, no layout) or this rank's pieces of a ShardLayout
+// Invariant: `data` points at `numel` elements of `dtype` owned by the optimizer, in `memory`; a
+// SHARDED tensor is either whole (numel == total, no layout) or this rank's pieces of a ShardLayout
 // packed back to back (numel == layout->size(rank)), and the ranks' pieces tile [0, total).
 #pragma once
 
@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/enum_names.h"
+#include "core/memory_ops.h"
 #include "optim/shard_layout.h"
 
 namespace gossamer::optim {
@@ -50,6 +51,9 @@ struct StateTensor {
   // A tensor added after files were written without it: a file lacking it leaves the values
   // the optimizer initialised (it must say in state_loaded() what that means).
   bool optional = false;
+  // Where `data` lives (nullptr: host memory). Device state is read back and written through
+  // these functions by the checkpoint code.
+  const MemoryOps* memory = nullptr;
 
   template <class T>
   static constexpr StateDType dtype_of() {
@@ -105,6 +109,12 @@ struct StateTensor {
             false};
   }
   size_t bytes() const { return numel * state_dtype_size(dtype); }
+  bool on_host() const { return memory == nullptr || memory->host_accessible; }
+  // The same tensor, its data in `where` (an op table's memory).
+  StateTensor in(const MemoryOps& where) && {
+    memory = &where;
+    return std::move(*this);
+  }
 };
 
 }  // namespace gossamer::optim

@@ -14,6 +14,7 @@
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
+#include "model/host_params.h"
 #include "train/optimizer_state_file.h"
 #include "train/run_config.h"
 
@@ -128,7 +129,8 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const json& config) {
   const auto single = comm::make_single_communicator();
-  return save_checkpoint(run_dir, model.layout(), model.params(), optimizer, state, config,
+  const model::HostParamsView weights(model);  // read back from device memory
+  return save_checkpoint(run_dir, model.layout(), weights.span(), optimizer, state, config,
                          *single);
 }
 
@@ -168,7 +170,8 @@ void load_model_weights(const std::string& checkpoint_dir, model::Model& model) 
   const std::string file = (fs::path(checkpoint_dir) / "model.safetensors").string();
   io::SafetensorsReader reader(file);
   reader.verify_checksums();  // a damaged file is an error, never weights
-  float* p = model.params().data();
+  model::HostParamsEdit host(model, /*read_first=*/true);
+  float* p = host.span().data();
   for (const model::ParamView& v : model.layout().views()) {
     GOSSAMER_CHECK(reader.contains(v.name),
                    "%s: missing tensor %s (the checkpoint is of another model shape?)",
@@ -183,6 +186,7 @@ void load_model_weights(const std::string& checkpoint_dir, model::Model& model) 
   GOSSAMER_CHECK(reader.size() == model.layout().views().size(),
                  "%s: holds %zu tensors, the model has %zu parameters (another model shape?)",
                  file.c_str(), reader.size(), model.layout().views().size());
+  host.commit();
 }
 
 namespace {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "io/safetensors.h"
@@ -118,12 +120,43 @@ void load_sharded(const io::SafetensorsReader& reader, const StateTensor& s) {
                 p.size() * esize);
 }
 
+// An optimizer's state tensors as host memory: those on device memory point at host copies,
+// read back on construction; upload() writes the copies back.
+class HostState {
+ public:
+  explicit HostState(std::vector<StateTensor> tensors) : tensors_(std::move(tensors)) {
+    for (StateTensor& s : tensors_) {
+      if (s.on_host()) continue;
+      staged_.push_back({s.data, s.memory, std::vector<uint8_t>(s.bytes())});
+      Staged& c = staged_.back();
+      if (!c.copy.empty()) s.memory->download(c.copy.data(), s.data, c.copy.size());
+      s.data = c.copy.data();
+      s.memory = nullptr;
+    }
+  }
+  const std::vector<StateTensor>& tensors() const { return tensors_; }
+  void upload() const {
+    for (const Staged& c : staged_)
+      if (!c.copy.empty()) c.memory->upload(c.device, c.copy.data(), c.copy.size());
+  }
+
+ private:
+  struct Staged {
+    void* device;
+    const MemoryOps* memory;
+    std::vector<uint8_t> copy;
+  };
+  std::vector<StateTensor> tensors_;
+  std::vector<Staged> staged_;  // tensors_ point into the copies (a move keeps their bytes)
+};
+
 }  // namespace
 
 GatheredOptimizerState::GatheredOptimizerState(optim::Optimizer& optimizer,
                                                comm::Communicator& comm)
     : optimizer_(optimizer.name()), world_(comm.size()) {
-  for (const StateTensor& s : optimizer.state()) {
+  const HostState host(optimizer.state());  // device state read back
+  for (const StateTensor& s : host.tensors()) {
     if (s.scope == StateScope::STATE_SCOPE_SHARDED)
       add_sharded(s, comm);
     else
@@ -210,7 +243,10 @@ void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, 
                  it == meta.end() ? "?" : it->second.c_str(), optimizer.name());
   const bool typed = meta.count("state_format") != 0;
   const int saved_world = typed ? std::stoi(reader.metadata("world_size")) : 0;
-  for (const StateTensor& s : optimizer.state()) {
+  // Device state is read back first (a tensor the file lacks keeps its values) and written
+  // back once every tensor is read.
+  const HostState host(optimizer.state());
+  for (const StateTensor& s : host.tensors()) {
     if (s.scope == StateScope::STATE_SCOPE_PER_RANK) {
       GOSSAMER_CHECK(typed,
                      "%s: optimizer state %s is per rank, and this file was written before "
@@ -235,6 +271,7 @@ void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, 
     else
       load_sharded(reader, s);
   }
+  host.upload();
   optimizer.state_loaded();
 }
 

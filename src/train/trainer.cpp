@@ -36,10 +36,12 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 #include "model/family.h"
+#include "model/host_params.h"
 #include "model/model.h"
 #include "optim/lr_schedule.h"
 #include "optim/registry.h"
 #include "train/checkpoint.h"
+#include "train/device_ops.h"
 #include "train/fault_injection.h"
 #include "train/interrupt.h"
 #include "train/metrics_log.h"
@@ -129,12 +131,6 @@ RunConfig validated(RunConfig config, int world) {
   return config;
 }
 
-// The CPU op table, after this process's threads and gemm backend were set.
-const kernels::OpTable& cpu_ops_configured(const kernels::cpu::KernelsConfig& kernels, int world) {
-  kernels::cpu::configure_cpu_kernels(kernels, comm::ranks_on_this_node(world));
-  return kernels::cpu_ops();
-}
-
 // The replicas of a method whose ranks hold different weights, at an evaluation.
 struct ReplicaEval {
   std::vector<double> val_loss;   // per rank, on the same windows as the average's
@@ -161,6 +157,7 @@ class TrainingRun {
   void build_and_restore(const std::string& resume_path, const std::string& init_from,
                          const std::vector<std::string>& allow_change);
   void check_replica_contract() const;
+  void check_device_support() const;
   void log_setup() const;
   StepRecord train_one_step(int64_t step);
   bool agrees_after(int64_t step) const;
@@ -213,7 +210,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const Train
       T_(config_.data.seq_len),
       accum_(config_.grad_accum_steps(world_)),
       tokens_per_step_(int64_t(B_) * T_ * world_ * accum_),
-      ops_(cpu_ops_configured(config_.kernels, world_)),
+      ops_(start.ops ? *start.ops : ops_for_run(config_.kernels, world_)),
       inputs_(open_inputs(config_, world_)),
       tokens_(size_t(B_) * T_),
       targets_(size_t(B_) * T_) {
@@ -233,8 +230,14 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const Train
                      resumed_from_.empty() ? -1 : state_.step);
   }
   const bool given = config_.metrics.peak_gflops > 0;
-  mfu_.emplace(given ? config_.metrics.peak_gflops : kernels::cpu::gemm_peak_gflops_measured(),
-               world_, given ? "metrics.peak_gflops" : "measured sgemm");
+  const bool host = ops_.memory->host_accessible;
+  mfu_.emplace(given  ? config_.metrics.peak_gflops
+               : host ? kernels::cpu::gemm_peak_gflops_measured()
+                      : matmul_peak_gflops(ops_),
+               world_,
+               given  ? "metrics.peak_gflops"
+               : host ? "measured sgemm"
+                      : strprintf("measured %s matmul", ops_.memory->backend));
   flops_per_token_ = model::flops_per_token(*model_, T_);
   fault_ = fault_plan_from_env();
   sample_rng_.set_state(state_.sample_rng);
@@ -250,6 +253,7 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
   if (!init_from.empty()) hf::init_weights_from(init_from, *model_);  // shapes checked
   optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,
                                       comm_, comm_, tc_.seed, tc_.steps});
+  check_device_support();
   state_ = initial_trainer_state(tc_.seed);
   if (!resume_path.empty() && is_run_without_checkpoints(resume_path, tc_.out_dir)) {
     if (rank_ == 0)
@@ -278,6 +282,23 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
   peak_from_first_step_ = reset_peak_resident();  // set-up's buffers given back do not count
   if (optimizer_->replicas() != optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP)
     evaluation_weights_ = HostBuffer<float>(model_->layout().total());
+}
+
+// Buffers in device memory (kernels.device = cuda): what runs there so far, or an error naming
+// the key before anything trained.
+void TrainingRun::check_device_support() const {
+  if (ops_.memory->host_accessible) return;
+  const std::string device = std::string(enum_name(config_.kernels.device));
+  GOSSAMER_CHECK(world_ == 1,
+                 "kernels.device = %s: one rank only for now (data parallel over NCCL on device "
+                 "buffers is not built yet: docs/CUDA.md); this run has %d ranks",
+                 device.c_str(), world_);
+  GOSSAMER_CHECK(optimizer_->supports_device_memory(),
+                 "optimizer.name = \"%s\" does not run with kernels.device = %s yet (its state or "
+                 "loops are on the host: docs/CUDA.md); adamw and adams do",
+                 optimizer_->name(), device.c_str());
+  log_info("device buffers: the model, its gradients and the optimizer's state in %s memory",
+           ops_.memory->backend);
 }
 
 void TrainingRun::check_replica_contract() const {
@@ -381,7 +402,7 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   // Every N-th step, or the first step after it where the replicas are meant to be identical.
   if (every > 0 && t % every == 0) replica_check_due_ = true;
   if (replica_check_due_ && optimizer_->replicas_identical_now()) {
-    check_replicas_identical(comm_, model_->params(), t);
+    check_replicas_identical(comm_, model::HostParamsView(*model_).span(), t);
     replica_check_due_ = false;
   }
   r.comm = comm_.stats().since(before);
@@ -511,7 +532,8 @@ void TrainingRun::sample() {
 // model holds this rank's own replica.
 void TrainingRun::checkpoint() {
   state_.sample_rng = sample_rng_.state();
-  std::span<const float> weights = model_->params();
+  const model::HostParamsView own(*model_);  // read back from device memory
+  std::span<const float> weights = own.span();
   if (evaluation_weights_.size() > 0 && optimizer_->evaluation_weights(evaluation_weights_.span()))
     weights = evaluation_weights_.span();
   const std::string path = save_checkpoint(tc_.out_dir, model_->layout(), weights, *optimizer_,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "train/run_config.h"
 
 namespace gossamer::train {
@@ -24,6 +25,9 @@ struct TrainStart {
   // With resume: config keys of the run's definition that may differ from the checkpoint's
   // (train/resume_check.h), and "global_batch".
   std::vector<std::string> allow_change;
+  // Tests: compute with this op table instead of the one kernels.device selects (it must
+  // outlive the run).
+  const kernels::OpTable* ops = nullptr;
 };
 
 int run_training(RunConfig config, const TrainStart& start = {});

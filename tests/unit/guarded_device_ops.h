@@ -1,0 +1,199 @@
+// A "guarded device" op table, for testing on the CPU the code paths that run with buffers in
+// device memory (kernels.device = cuda): the CPU ops, and a memory that says it is not host
+// memory and enforces it. Its allocations are mapped PROT_NONE except while an op or one of the
+// memory's own functions (zero, upload, download) runs, so host code that reads or writes
+// device memory directly, instead of through an op or a copy, faults at the first touch; the
+// SIGSEGV handler names the address and exits with kHostTouchExitCode. Results are the CPU
+// table's, bit for bit. Test code; header-only; single-threaded callers (ops may use OpenMP
+// inside).
+#pragma once
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/memory_ops.h"
+#include "kernels/ops.h"
+
+namespace gossamer::testing {
+
+inline constexpr int kHostTouchExitCode = 86;
+
+namespace guarded_detail {
+
+struct Region {
+  uintptr_t begin = 0;
+  size_t bytes = 0;  // mapped (whole pages); 0: free slot
+};
+inline constexpr size_t kMaxRegions = 1024;
+inline Region g_regions[kMaxRegions];
+inline std::mutex g_mutex;
+inline int g_open = 0;  // ops or memory functions running (the regions are readable then)
+
+inline size_t page_rounded(size_t bytes) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+}
+
+inline void protect_all(int prot) {
+  for (const Region& r : g_regions)
+    if (r.bytes) mprotect(reinterpret_cast<void*>(r.begin), r.bytes, prot);
+}
+
+// The regions are readable and writable while one of these lives.
+class Open {
+ public:
+  Open() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_open++ == 0) protect_all(PROT_READ | PROT_WRITE);
+  }
+  ~Open() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (--g_open == 0) protect_all(PROT_NONE);
+  }
+  Open(const Open&) = delete;
+  Open& operator=(const Open&) = delete;
+};
+
+inline void on_segv(int sig, siginfo_t* info, void*) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (const Region& r : g_regions) {
+    if (r.bytes && a >= r.begin && a < r.begin + r.bytes) {
+      char msg[160];
+      const int n = snprintf(msg, sizeof msg,
+                             "host code touched guarded device memory at %p (offset %zu of a "
+                             "buffer of %zu bytes)\n",
+                             info->si_addr, size_t(a - r.begin), r.bytes);
+      if (n > 0) (void)!write(2, msg, size_t(n));
+      _exit(kHostTouchExitCode);
+    }
+  }
+  signal(sig, SIG_DFL);  // another fault: the default action when it repeats
+}
+
+inline void install_handler() {
+  static const bool installed = [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+
+inline void* alloc(size_t bytes) {
+  install_handler();
+  const size_t mapped = page_rounded(bytes);
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fail("guarded device memory: mmap of %zu bytes failed", mapped);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (Region& r : g_regions) {
+    if (r.bytes) continue;
+    r.begin = reinterpret_cast<uintptr_t>(p);
+    r.bytes = mapped;
+    if (g_open == 0) mprotect(p, mapped, PROT_NONE);
+    return p;
+  }
+  munmap(p, mapped);
+  fail("guarded device memory: more than %zu buffers", kMaxRegions);
+}
+
+inline void release(void* p, size_t) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (Region& r : g_regions) {
+    if (r.bytes && r.begin == reinterpret_cast<uintptr_t>(p)) {
+      munmap(p, r.bytes);
+      r = Region{};
+      return;
+    }
+  }
+}
+
+inline void zero(void* p, size_t bytes) {
+  Open open;
+  std::memset(p, 0, bytes);
+}
+inline void upload(void* dst, const void* src, size_t bytes) {
+  Open open;
+  std::memcpy(dst, src, bytes);
+}
+inline void download(void* dst, const void* src, size_t bytes) {
+  Open open;
+  std::memcpy(dst, src, bytes);
+}
+
+// An entry of the CPU table, called with the regions open.
+template <auto Entry, class Fn>
+struct Guarded;
+template <auto Entry, class R, class... A>
+struct Guarded<Entry, R (*)(A...)> {
+  static R call(A... a) {
+    Open open;
+    return (kernels::cpu_ops().*Entry)(a...);
+  }
+};
+
+}  // namespace guarded_detail
+
+inline const MemoryOps kGuardedDeviceMemory{
+    .backend = "guarded-device",
+    .host_accessible = false,
+    .alloc = guarded_detail::alloc,
+    .free = guarded_detail::release,
+    .zero = guarded_detail::zero,
+    .upload = guarded_detail::upload,
+    .download = guarded_detail::download,
+};
+
+// Every entry wraps the CPU op; the table is complete (checked by the caller with
+// kernels::first_unset_op).
+inline const kernels::OpTable& guarded_device_ops() {
+  static const kernels::OpTable table = [] {
+    kernels::OpTable t{};
+    t.backend = "cpu";
+    t.memory = &kGuardedDeviceMemory;
+#define GOSSAMER_GUARD(name) \
+  t.name = guarded_detail::Guarded<&kernels::OpTable::name, decltype(kernels::OpTable::name)>::call
+    GOSSAMER_GUARD(encoder_forward);
+    GOSSAMER_GUARD(encoder_backward);
+    GOSSAMER_GUARD(layernorm_forward);
+    GOSSAMER_GUARD(layernorm_backward);
+    GOSSAMER_GUARD(matmul_forward);
+    GOSSAMER_GUARD(matmul_backward);
+    GOSSAMER_GUARD(attention_forward);
+    GOSSAMER_GUARD(attention_backward);
+    GOSSAMER_GUARD(rmsnorm_forward);
+    GOSSAMER_GUARD(rmsnorm_backward);
+    GOSSAMER_GUARD(rope_forward);
+    GOSSAMER_GUARD(rope_backward);
+    GOSSAMER_GUARD(swiglu_forward);
+    GOSSAMER_GUARD(swiglu_backward);
+    GOSSAMER_GUARD(gelu_forward);
+    GOSSAMER_GUARD(gelu_backward);
+    GOSSAMER_GUARD(add);
+    GOSSAMER_GUARD(accumulate);
+    GOSSAMER_GUARD(scale);
+    GOSSAMER_GUARD(sum_squares);
+    GOSSAMER_GUARD(crossentropy_forward);
+    GOSSAMER_GUARD(crossentropy_backward);
+    GOSSAMER_GUARD(adamw_update);
+    GOSSAMER_GUARD(adamw_update_blocks);
+    GOSSAMER_GUARD(adams_update);
+    GOSSAMER_GUARD(adams_update_indexed);
+    GOSSAMER_GUARD(adams_update_from_momentum);
+#undef GOSSAMER_GUARD
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace gossamer::testing
