@@ -33,6 +33,8 @@ target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kern
 
 add_executable(bench_cuda_ops ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_ops.cpp)
 target_link_libraries(bench_cuda_ops PRIVATE gossamer_gpu_only)
+add_executable(bench_cuda_train ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_train.cpp)
+target_link_libraries(bench_cuda_train PRIVATE gossamer_gpu_only)
 
 enable_testing()
 include(${CMAKE_SOURCE_DIR}/cmake/gpu_tests.cmake)

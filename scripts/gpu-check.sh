@@ -11,16 +11,16 @@
 # --dry-run: for a machine without a GPU: the same steps up to the first GPU call (configure,
 # build, run the tests, which report SKIPPED); it fails if any test ran instead of skipping,
 # except in the binaries of NEEDS_NO_GPU (below), which check things that need no GPU.
-# Then the kernels' benchmark (bench_cuda_ops: per-op time against the roofline). Not yet here:
-# training tokens/s and MFU of a real run, NCCL collectives: they need the model on CUDA
-# (docs/CUDA.md).
+# Then the benchmarks: bench_cuda_ops (per-op time against the roofline) and bench_cuda_train
+# (tokens/s and MFU of training steps of GPT-2 124M and Llama ~500M on one GPU). Not yet here:
+# NCCL collectives (data parallel on GPUs is not built: docs/CUDA.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROG=gpu-check
 # Test binaries whose tests need no GPU (tests/gpu/test_cuda_op_table.cpp: the op table is
 # complete): they pass or fail on any machine, --dry-run included.
 NEEDS_NO_GPU=(test_cuda_op_table)
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
 gtest_dir=.gpu-check/googletest
@@ -103,13 +103,20 @@ done
 ((${#rows[@]} > 0)) || die "no test binary in $build/bin"
 
 # ---- the benchmarks ------------------------------------------------------------------------
-# Per-op time against the roofline at GPT-2 124M's shapes (bench/cuda/bench_cuda_ops.cpp);
-# prints SKIPPED without a GPU. The model does not train on CUDA yet, so no tokens/s of a real
-# training run: the program's op-sum estimate stands in, labelled as such.
-echo "$PROG: benchmarking the kernels"
+# Per-op time against the roofline at GPT-2 124M's shapes (bench/cuda/bench_cuda_ops.cpp), then
+# tokens/s and MFU of real training steps of GPT-2 124M and Llama ~500M
+# (bench/cuda/bench_cuda_train.cpp); both print SKIPPED without a GPU. A dry run also runs the
+# training benchmark on the CPU table with tiny models (--cpu-smoke), so that its code has run.
+echo "$PROG: benchmarking the kernels and the training step"
 bench_rc=0
 timeout 300 "$build/bin/bench_cuda_ops" >"$out/bench_cuda_ops.txt" 2>&1 || bench_rc=$?
 ((bench_rc == 0)) || { echo "$PROG: bench_cuda_ops failed (status $bench_rc): $out/bench_cuda_ops.txt" >&2; status=1; }
+train_rc=0
+timeout 180 "$build/bin/bench_cuda_train" >"$out/bench_cuda_train.txt" 2>&1 || train_rc=$?
+if ((dry_run == 1 && train_rc == 0)); then
+  timeout 120 "$build/bin/bench_cuda_train" --cpu-smoke >>"$out/bench_cuda_train.txt" 2>&1 || train_rc=$?
+fi
+((train_rc == 0)) || { echo "$PROG: bench_cuda_train failed (status $train_rc): $out/bench_cuda_train.txt" >&2; status=1; }
 
 total_s=$(( $(date +%s) - start ))
 {
@@ -119,6 +126,8 @@ total_s=$(( $(date +%s) - start ))
   for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
   echo
   cat "$out/bench_cuda_ops.txt"
+  echo
+  cat "$out/bench_cuda_train.txt"
   echo
   echo "build ${build_s} s, total ${total_s} s; logs in $out"
   ((dry_run == 1)) && echo "(dry run: no GPU; every test must report SKIPPED, except those of ${NEEDS_NO_GPU[*]})"
