@@ -109,10 +109,10 @@ done
 # training benchmark on the CPU table with tiny models (--cpu-smoke), so that its code has run.
 echo "$PROG: benchmarking the kernels and the training step"
 bench_rc=0
-timeout 300 "$build/bin/bench_cuda_ops" >"$out/bench_cuda_ops.txt" 2>&1 || bench_rc=$?
+timeout 240 "$build/bin/bench_cuda_ops" >"$out/bench_cuda_ops.txt" 2>&1 || bench_rc=$?
 ((bench_rc == 0)) || { echo "$PROG: bench_cuda_ops failed (status $bench_rc): $out/bench_cuda_ops.txt" >&2; status=1; }
 train_rc=0
-timeout 180 "$build/bin/bench_cuda_train" >"$out/bench_cuda_train.txt" 2>&1 || train_rc=$?
+timeout 120 "$build/bin/bench_cuda_train" >"$out/bench_cuda_train.txt" 2>&1 || train_rc=$?
 if ((dry_run == 1 && train_rc == 0)); then
   timeout 120 "$build/bin/bench_cuda_train" --cpu-smoke >>"$out/bench_cuda_train.txt" 2>&1 || train_rc=$?
 fi

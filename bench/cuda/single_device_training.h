@@ -1,8 +1,9 @@
 // One training step of a model on one device through its op table alone: zero the gradients,
 // forward and backward on a batch, the global gradient norm, clipping by it, then AdamW with
 // decoupled weight decay on the PARAM_KIND_WEIGHT views only. This is what the trainer does at
-// one rank with optimizer.name = adamw (DataParallel with the AdamW rule; the same runs of views,
-// the same clipping formula), without its configuration, buckets or communicator, for the
+// one rank with optimizer.name = adamw and zero_stage 0 (DataParallel with the AdamW rule; the
+// same runs of views, the same clipping formula), without its configuration, buckets or
+// communicator, for the
 // GPU-only build, which has no trainer: the CUDA training test (tests/gpu) and the training
 // benchmark (bench_cuda_train) use it. tests/unit/test_single_device_training.cpp checks it
 // against the trainer's optimizer on the CPU, bit for bit. Header-only.

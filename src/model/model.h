@@ -42,7 +42,8 @@ class Model {
   virtual float forward(const int32_t* tokens, const int32_t* targets, int B, int T) = 0;
   virtual const float* logits() const = 0;
   // Copies logits() elements [offset, offset + out.size()) to host memory: the explicit read
-  // every backend supports (a plain copy on the CPU). Throws outside (max_batch, max_seq, Vp).
+  // every backend supports (a plain copy on the CPU). Meaningful after a forward without
+  // targets, whose (B, T, Vp) rows it indexes; throws outside (max_batch, max_seq, Vp).
   void copy_logits_to(size_t offset, std::span<float> out) const;
   // Where params(), grads() and logits() live: the memory of the op table it was built with.
   virtual const MemoryOps& memory() const = 0;

@@ -125,6 +125,7 @@ void load_sharded(const io::SafetensorsReader& reader, const StateTensor& s) {
 class HostState {
  public:
   explicit HostState(std::vector<StateTensor> tensors) : tensors_(std::move(tensors)) {
+    staged_.reserve(tensors_.size());  // never moved: tensors_ point into the copies
     for (StateTensor& s : tensors_) {
       if (s.on_host()) continue;
       staged_.push_back({s.data, s.memory, std::vector<uint8_t>(s.bytes())});
@@ -134,6 +135,8 @@ class HostState {
       s.memory = nullptr;
     }
   }
+  HostState(const HostState&) = delete;
+  HostState& operator=(const HostState&) = delete;
   const std::vector<StateTensor>& tensors() const { return tensors_; }
   void upload() const {
     for (const Staged& c : staged_)
@@ -147,7 +150,7 @@ class HostState {
     std::vector<uint8_t> copy;
   };
   std::vector<StateTensor> tensors_;
-  std::vector<Staged> staged_;  // tensors_ point into the copies (a move keeps their bytes)
+  std::vector<Staged> staged_;
 };
 
 }  // namespace

@@ -128,6 +128,12 @@ json data_identity(const DataConfig& d) {
 
 RunConfig validated(RunConfig config, int world) {
   config.validate(world);
+  // Before any device memory is allocated (every rank would fill the same GPU).
+  GOSSAMER_CHECK(
+      config.kernels.device != kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA || world == 1,
+      "kernels.device = cuda: one rank only for now (data parallel over NCCL on device "
+      "buffers is not built yet: docs/CUDA.md); this run has %d ranks",
+      world);
   return config;
 }
 
@@ -402,7 +408,8 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   // Every N-th step, or the first step after it where the replicas are meant to be identical.
   if (every > 0 && t % every == 0) replica_check_due_ = true;
   if (replica_check_due_ && optimizer_->replicas_identical_now()) {
-    check_replicas_identical(comm_, model::HostParamsView(*model_).span(), t);
+    if (world_ > 1)  // one rank has nothing to compare (and on a GPU it would read all back)
+      check_replicas_identical(comm_, model::HostParamsView(*model_).span(), t);
     replica_check_due_ = false;
   }
   r.comm = comm_.stats().since(before);
@@ -451,6 +458,9 @@ void TrainingRun::record(const StepRecord& r) {
         format_duration(avg * double(tc_.steps - state_.step)).c_str());
 }
 
+// Here and in evaluate_replicas() the parameters are read on the host: only methods whose
+// replicas differ get here, and none of them runs on device memory yet
+// (Optimizer::supports_device_memory(), checked at start-up).
 template <class Fn>
 void TrainingRun::with_evaluation_weights(Fn&& fn) {
   const bool swap =
@@ -591,8 +601,9 @@ int TrainingRun::run() {
 int run_training(RunConfig config, const TrainStart& start) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
-  // The CPU backend: the buffers live in host memory, so never NCCL; small control values and
-  // the buffers share one communicator.
+  // One communicator for small control values and the buffers, on host memory: several ranks
+  // run only on the CPU backend so far (kernels.device = cuda is one rank, where no collective
+  // touches a buffer), so never NCCL here.
   std::unique_ptr<comm::Communicator> comm =
       comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);
   log_set_rank(comm->rank());

@@ -3,9 +3,11 @@
 // step), the trainer's AdamW step at one rank (bench/cuda/single_device_training.h, checked
 // against the trainer bit for bit on the CPU by tests/unit/test_single_device_training.cpp) on
 // the product CUDA table and on the CPU table. fp32 on both sides with different summation
-// orders, so the curves drift apart slowly: every step's loss must agree within 1e-2 relative
-// (the bf16 tolerance), the loss must fall on both, and the final weights must agree
-// within 1e-2 of the largest weight. Without a GPU every test is SKIPPED, never passed.
+// orders, so the curves drift apart slowly: the first step's loss and gradient norm must agree
+// within 1e-4 relative (as in the model test), every later step's within 5e-3 (tighter than the
+// issue's bf16 tolerance: both sides are fp32), the loss must fall on both, and the final
+// weights must agree within 1e-2 of the largest weight. Without a GPU every test is SKIPPED, never
+// passed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,8 +58,10 @@ TEST(CudaTraining, TwentyStepsTrackTheCpu) {
       }
       const bench::StepOutcome c = cpu_step.step(tokens.data(), targets.data(), B, T, t);
       const bench::StepOutcome g = gpu_step.step(tokens.data(), targets.data(), B, T, t);
-      EXPECT_NEAR(g.loss, c.loss, 1e-2 * std::abs(c.loss)) << family << " step " << t;
-      EXPECT_NEAR(g.grad_norm, c.grad_norm, 1e-2 * c.grad_norm) << family << " step " << t;
+      // Step 1 starts from identical weights (the model test's 1e-4); then the curves drift.
+      const double tol = t == 1 ? 1e-4 : 5e-3;
+      EXPECT_NEAR(g.loss, c.loss, tol * std::abs(c.loss)) << family << " step " << t;
+      EXPECT_NEAR(g.grad_norm, c.grad_norm, tol * c.grad_norm) << family << " step " << t;
       if (t == 1) first_cpu = c.loss, first_gpu = g.loss;
       last_cpu = c.loss, last_gpu = g.loss;
     }

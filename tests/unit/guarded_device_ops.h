@@ -1,11 +1,14 @@
 // A "guarded device" op table, for testing on the CPU the code paths that run with buffers in
 // device memory (kernels.device = cuda): the CPU ops, and a memory that says it is not host
-// memory and enforces it. Its allocations are mapped PROT_NONE except while an op or one of the
-// memory's own functions (zero, upload, download) runs, so host code that reads or writes
-// device memory directly, instead of through an op or a copy, faults at the first touch; the
-// SIGSEGV handler names the address and exits with kHostTouchExitCode. Results are the CPU
-// table's, bit for bit. Test code; header-only; single-threaded callers (ops may use OpenMP
-// inside).
+// memory and enforces it both ways. Its allocations are mapped PROT_NONE except while an op or
+// one of the memory's own functions (zero, upload, download) runs, so host code that reads or
+// writes device memory directly, instead of through an op or a copy, faults at the first touch
+// (the SIGSEGV handler names the address and exits with kHostTouchExitCode); and every pointer
+// an op or a copy is given where device memory belongs must lie in an allocation (a host
+// pointer there exits with the same code). Results are the CPU table's, bit for bit. Not
+// caught: a touch from another thread while an op runs (every region is open then), and a
+// system call on device memory (EFAULT, no signal). Test code; header-only; single-threaded
+// callers (ops may use OpenMP inside).
 #pragma once
 
 #include <signal.h>
@@ -13,10 +16,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/memory_ops.h"
@@ -42,9 +48,34 @@ inline size_t page_rounded(size_t bytes) {
   return (std::max<size_t>(bytes, 1) + page - 1) / page * page;
 }
 
+inline void protect(void* p, size_t bytes, int prot) {
+  if (mprotect(p, bytes, prot) != 0) {
+    std::fprintf(stderr, "guarded device memory: mprotect failed: %s\n", std::strerror(errno));
+    std::abort();  // an unguarded region would let the test pass unchecked
+  }
+}
+
 inline void protect_all(int prot) {
   for (const Region& r : g_regions)
-    if (r.bytes) mprotect(reinterpret_cast<void*>(r.begin), r.bytes, prot);
+    if (r.bytes) protect(reinterpret_cast<void*>(r.begin), r.bytes, prot);
+}
+
+// Whether p lies in a region (or one past its end: an empty range at the end of a buffer).
+inline bool in_region(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const Region& r : g_regions)
+    if (r.bytes && a >= r.begin && a <= r.begin + r.bytes) return true;
+  return false;
+}
+
+// An op or a copy given host memory where device memory belongs: on a GPU that is an illegal
+// address, so the test fails here too.
+inline void require_device(const void* p, const char* what) {
+  if (p == nullptr || in_region(p)) return;
+  std::fprintf(stderr, "guarded device memory: %s was given host memory at %p\n", what, p);
+  std::fflush(stderr);
+  _exit(kHostTouchExitCode);
 }
 
 // The regions are readable and writable while one of these lives.
@@ -100,7 +131,7 @@ inline void* alloc(size_t bytes) {
     if (r.bytes) continue;
     r.begin = reinterpret_cast<uintptr_t>(p);
     r.bytes = mapped;
-    if (g_open == 0) mprotect(p, mapped, PROT_NONE);
+    if (g_open == 0) protect(p, mapped, PROT_NONE);
     return p;
   }
   munmap(p, mapped);
@@ -119,16 +150,25 @@ inline void release(void* p, size_t) {
 }
 
 inline void zero(void* p, size_t bytes) {
+  require_device(p, "zero");
   Open open;
   std::memset(p, 0, bytes);
 }
 inline void upload(void* dst, const void* src, size_t bytes) {
+  require_device(dst, "upload (destination)");
   Open open;
   std::memcpy(dst, src, bytes);
 }
 inline void download(void* dst, const void* src, size_t bytes) {
+  require_device(src, "download (source)");
   Open open;
   std::memcpy(dst, src, bytes);
+}
+
+// Every pointer argument of an op must be device memory (or null); values pass.
+template <class T>
+void require_device_arg(const T& arg, const char* op) {
+  if constexpr (std::is_pointer_v<T>) require_device(arg, op);
 }
 
 // An entry of the CPU table, called with the regions open.
@@ -137,6 +177,7 @@ struct Guarded;
 template <auto Entry, class R, class... A>
 struct Guarded<Entry, R (*)(A...)> {
   static R call(A... a) {
+    (require_device_arg(a, "an op"), ...);
     Open open;
     return (kernels::cpu_ops().*Entry)(a...);
   }
