@@ -352,7 +352,9 @@ DataSet checkpoint_gradient(const std::string& ckpt, const std::string& step) {
   loader.set_position(at);
   HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   loader.next_batch(0, 1, B, inputs.data(), targets.data());
-  eval::LoadedModel m = eval::load_model_for_inference(ckpt, B, T, "", false);
+  // On the CPU: the gradient is read on the host below.
+  eval::LoadedModel m = eval::load_model_for_inference(
+      ckpt, B, T, "", false, kernels::cpu::KernelsDevice::KERNELS_DEVICE_CPU, "bench codec");
   m.model->zero_grad();
   const float loss = m.model->forward(inputs.data(), targets.data(), B, T);
   m.model->backward(1.0f);

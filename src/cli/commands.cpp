@@ -12,6 +12,7 @@
 #include "bench/codec_bench.h"
 #include "bench/comm_bench.h"
 #include "bench/train_bench.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/prep.h"
@@ -21,6 +22,7 @@
 #include "eval/sampler.h"
 #include "hf/export.h"
 #include "hf/import.h"
+#include "kernels/cpu/cpu_setup.h"
 #include "model/model.h"
 #include "sweep/runner.h"
 #include "sweep/spec.h"
@@ -116,10 +118,14 @@ Subcommand add_prep_command(CLI::App& app) {
 
 int generate_text(const std::string& checkpoint, const std::string& prompt_text,
                   const std::string& tokenizer, int tokens, const eval::SamplingOptions& sampling,
-                  uint64_t seed) {
+                  uint64_t seed, const std::string& device) {
   GOSSAMER_CHECK(tokens >= 1, "--tokens: must be >= 1, found %d", tokens);
   eval::check_sampling_options(sampling);  // before the (slow) model load
-  eval::LoadedModel m = eval::load_model_for_inference(checkpoint, 1, 0, tokenizer, true);
+  const auto where = enum_from_name<kernels::cpu::KernelsDevice>(device);
+  GOSSAMER_CHECK(where.has_value(), "--device %s: expected %s", device.c_str(),
+                 enum_choices<kernels::cpu::KernelsDevice>().c_str());
+  eval::LoadedModel m =
+      eval::load_model_for_inference(checkpoint, 1, 0, tokenizer, true, *where, "--device");
   const data::Tokenizer* tok = m.tokenizer.get();
   std::vector<int32_t> prompt = {int32_t(tok->document_token())};
   for (uint32_t t : tok->encode(prompt_text)) prompt.push_back(int32_t(t));
@@ -136,7 +142,7 @@ int generate_text(const std::string& checkpoint, const std::string& prompt_text,
 
 Subcommand add_generate_command(CLI::App& app) {
   struct Args {
-    std::string checkpoint, prompt, tokenizer;
+    std::string checkpoint, prompt, tokenizer, device = "cpu";
     int tokens = 128;
     eval::SamplingOptions sampling{0.8, 40, 1.0};
     uint64_t seed = 42;
@@ -155,9 +161,11 @@ Subcommand add_generate_command(CLI::App& app) {
   cmd->add_option("--tokenizer", a->tokenizer,
                   "gpt2:DIR, spm:MODEL_FILE or a GPT-2 directory (default: the run's "
                   "data.tokenizer)");
+  cmd->add_option("--device", a->device,
+                  "where the model runs: cpu or cuda (not the checkpoint's kernels.device)");
   return {cmd, [a] {
             return generate_text(a->checkpoint, a->prompt, a->tokenizer, a->tokens, a->sampling,
-                                 a->seed);
+                                 a->seed, a->device);
           }};
 }
 

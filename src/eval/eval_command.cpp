@@ -47,7 +47,8 @@ int run_eval(const EvalOptions& o) {
 
   const int max_seq = examples.empty() ? T : config.model.max_seq_len;
   LoadedModel m = load_model_for_inference(o.checkpoint, std::max(B, max_endings), max_seq,
-                                           config.data.tokenizer, !examples.empty());
+                                           config.data.tokenizer, !examples.empty(),
+                                           config.kernels.device, "kernels.device");
   const std::string diff = hf::model_config_difference(config.model, m.config.model);
   GOSSAMER_CHECK(diff.empty(), "%s: the config's model differs from the checkpoint %s (%s)",
                  o.config.c_str(), m.path.c_str(), diff.c_str());

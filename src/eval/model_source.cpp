@@ -7,11 +7,13 @@
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/ops.h"
 #include "train/checkpoint.h"
+#include "train/device_ops.h"
 
 namespace gossamer::eval {
 
 LoadedModel load_model_for_inference(const std::string& path, int max_batch, int max_seq,
-                                     const std::string& tokenizer_spec, bool want_tokenizer) {
+                                     const std::string& tokenizer_spec, bool want_tokenizer,
+                                     kernels::cpu::KernelsDevice device, const char* key) {
   LoadedModel m;
   m.hf = hf::is_hf_model_dir(path);
   m.path = m.hf ? path : train::resolve_checkpoint(path);
@@ -20,7 +22,9 @@ LoadedModel load_model_for_inference(const std::string& path, int max_batch, int
   else
     m.config =
         train::parse_run_config(train::load_checkpoint_config(m.path), m.path + "/trainer.json");
-  kernels::cpu::configure_cpu_kernels(m.config.kernels);
+  kernels::cpu::KernelsConfig kernels = m.config.kernels;  // its threads and gemm backend
+  kernels.device = device;
+  const kernels::OpTable& ops = train::ops_for_run(kernels, 1, key);
   if (want_tokenizer) {
     m.tokenizer = m.hf && tokenizer_spec.empty()
                       ? hf::load_hf_tokenizer(m.path)
@@ -35,7 +39,7 @@ LoadedModel load_model_for_inference(const std::string& path, int max_batch, int
   GOSSAMER_CHECK(seq <= m.config.model.max_seq_len,
                  "%s: sequences of %d tokens exceed the model's max_seq_len %d", m.path.c_str(),
                  seq, m.config.model.max_seq_len);
-  m.model = model::make_model(m.config.model, max_batch, seq, kernels::cpu_ops());
+  m.model = model::make_model(m.config.model, max_batch, seq, ops);
   if (m.hf)
     hf::load_hf_weights(m.path, hf::read_hf_model_spec(m.path), *m.model);
   else

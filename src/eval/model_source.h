@@ -8,6 +8,7 @@
 #include <string>
 
 #include "data/tokenizer.h"
+#include "kernels/cpu/cpu_setup.h"
 #include "model/model.h"
 #include "train/run_config.h"
 
@@ -21,10 +22,13 @@ struct LoadedModel {
   std::unique_ptr<data::Tokenizer> tokenizer;  // null when want_tokenizer was false
 };
 
-// Builds the model for batches up to max_batch x max_seq (0: model.max_seq_len) and loads its
-// weights. tokenizer_spec overrides the source's tokenizer ("" = the checkpoint's
-// data.tokenizer, or the HF directory's own tokenizer files).
+// Builds the model for batches up to max_batch x max_seq (0: model.max_seq_len) on `device`
+// (not the checkpoint's kernels.device: a checkpoint is evaluated wherever the user is; `key`
+// names the setting that chose it, for errors) and loads its weights. tokenizer_spec overrides
+// the source's tokenizer ("" = the checkpoint's data.tokenizer, or the HF directory's own
+// tokenizer files).
 LoadedModel load_model_for_inference(const std::string& path, int max_batch, int max_seq,
-                                     const std::string& tokenizer_spec, bool want_tokenizer);
+                                     const std::string& tokenizer_spec, bool want_tokenizer,
+                                     kernels::cpu::KernelsDevice device, const char* key);
 
 }  // namespace gossamer::eval

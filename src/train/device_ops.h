@@ -10,7 +10,9 @@
 
 namespace gossamer::train {
 
-const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, int world);
+// `key` names the setting in errors and the log (a command-line flag where one chose the device).
+const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, int world,
+                                    const char* key = "kernels.device");
 
 // GFLOP/s of `ops`' matmul_forward on a 2048 x 2048 x 2048 product (the median of three after a
 // warm-up), timed to completion (a read-back after each call).

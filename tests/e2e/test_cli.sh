@@ -14,7 +14,7 @@ check "top level" "--version -h,--help bench config-reference eval export-hf gen
 check "train" "--allow-change --init-from --out --overwrite --resume --set -c,--config -h,--help " train
 check "prep" "--allow-binary --docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
-check "generate" "--checkpoint --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
+check "generate" "--checkpoint --device --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
 check "bench" "--set --steps --warmup -c,--config -h,--help codec comm " bench
 check "bench codec" "--checkpoint --checksum --chunk-elems --elements --iters --threads --warmup -h,--help " bench codec
 check "bench comm" "--backend --check --codec-gbps --compression --compression-min-bytes --dtype --iters --link-gbps --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm

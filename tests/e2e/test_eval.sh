@@ -74,6 +74,20 @@ expect_error "bad line named" "bad.jsonl:4: .label. 7 is not an index" "$G" eval
 expect_error "broken JSON named" "bad2.jsonl:2: not a JSON object" "$G" eval -c $TINY --checkpoint "$WORK/run" --hellaswag "$WORK/bad2.jsonl"
 expect_error "nothing to evaluate" "nothing to evaluate" "$G" eval -c $TINY --set 'data.val=""' --checkpoint "$WORK/run"
 expect_error "model mismatch" "differs from the checkpoint.*n_layer" "$G" eval -c $TINY --set model.n_layer=3 --checkpoint "$WORK/run"
+
+# kernels.device = cuda (eval) and --device cuda (generate): on a machine with a GPU the same
+# numbers as on the CPU; without one (CI), an error naming the setting, never a CPU run.
+if out="$("$G" eval -c $TINY --set kernels.device=cuda --checkpoint "$WORK/run" --json 2>&1)"; then
+  close "$(field "$(tail -n 1 <<<"$out")" val_loss)" "$loss" 1e-4 && pass "eval on cuda: val_loss as on the CPU" || fail "eval on cuda: $(tail -n 1 <<<"$out") vs $loss"
+else
+  grep -qE "kernels.device = cuda: (no GPU is visible|this build has no CUDA backend)" <<<"$out" && pass "eval with kernels.device = cuda and no GPU: refused, naming the key" || fail "eval on cuda without a GPU: $out"
+fi
+if out="$("$G" generate --checkpoint "$WORK/run" --tokens 4 --temperature 0 --device cuda 2>&1)"; then
+  pass "generate on cuda ran"
+else
+  grep -qE "\-\-device = cuda: (no GPU is visible|this build has no CUDA backend)" <<<"$out" && pass "generate --device cuda and no GPU: refused, naming the flag" || fail "generate --device cuda without a GPU: $out"
+fi
+out="$("$G" generate --checkpoint "$WORK/run" --tokens 4 --device tpu 2>&1)" && fail "generate --device tpu accepted" || { grep -q -- "--device tpu: expected" <<<"$out" && pass "generate --device tpu refused" || fail "generate --device tpu: $out"; }
 expect_error "missing checkpoint" "$WORK/nope" "$G" eval -c $TINY --checkpoint "$WORK/nope"
 expect_error "no data matches" "nothing.bin" "$G" eval -c $TINY --checkpoint "$WORK/run" --data "$WORK/nothing.bin"
 finish
