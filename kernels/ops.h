@@ -59,6 +59,10 @@ struct BasicOpTable {
   void (*accumulate)(Real* dst, const Real* src, size_t n);
   void (*scale)(Real* x, Real s, size_t n);
   double (*sum_squares)(const Real* x, size_t n);
+  // bfloat16 (the upper 16 bits of an fp32) <-> Real: to_bf16 rounds to nearest, ties to
+  // even, and keeps NaNs NaN (the rule of comm/bf16.h); from_bf16 is exact.
+  void (*to_bf16)(uint16_t* out, const Real* in, size_t n);
+  void (*from_bf16)(Real* out, const uint16_t* in, size_t n);
   void (*crossentropy_forward)(Real* losses, Real* probs, const Real* logits,
                                const int32_t* targets, int N, int V, int Vp);
   void (*crossentropy_backward)(Real* dlogits, const Real* probs, const int32_t* targets,
@@ -105,6 +109,8 @@ struct BasicOpTable {
     f("accumulate", accumulate);
     f("scale", scale);
     f("sum_squares", sum_squares);
+    f("to_bf16", to_bf16);
+    f("from_bf16", from_bf16);
     f("crossentropy_forward", crossentropy_forward);
     f("crossentropy_backward", crossentropy_backward);
     f("adamw_update", adamw_update);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "comm/bf16.h"
+
 namespace gossamer::kernels::cpu {
 
 namespace {
@@ -66,6 +68,18 @@ double sum_squares(const T* x, size_t n) {
   return total;
 }
 
+template <class T>
+void to_bf16(uint16_t* out, const T* in, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (size_t i = 0; i < n; ++i) out[i] = comm::float_to_bf16(static_cast<float>(in[i]));
+}
+
+template <class T>
+void from_bf16(T* out, const uint16_t* in, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(comm::bf16_to_float(in[i]));
+}
+
 template void add<float>(float*, const float*, const float*, size_t);
 template void add<double>(double*, const double*, const double*, size_t);
 template void accumulate<float>(float*, const float*, size_t);
@@ -74,5 +88,9 @@ template void scale<float>(float*, float, size_t);
 template void scale<double>(double*, double, size_t);
 template double sum_squares<float>(const float*, size_t);
 template double sum_squares<double>(const double*, size_t);
+template void to_bf16<float>(uint16_t*, const float*, size_t);
+template void to_bf16<double>(uint16_t*, const double*, size_t);
+template void from_bf16<float>(float*, const uint16_t*, size_t);
+template void from_bf16<double>(double*, const uint16_t*, size_t);
 
 }  // namespace gossamer::kernels::cpu

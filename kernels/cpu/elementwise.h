@@ -4,9 +4,12 @@
 //   scale:        x *= s
 //   sum_squares:  returns sum x^2, accumulated in double in a fixed order (deterministic for
 //                 a fixed thread count)
+//   to_bf16:      out = bf16(in), nearest with ties to even, NaN kept NaN (double: via float)
+//   from_bf16:    out = in widened (exact)
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace gossamer::kernels::cpu {
 
@@ -21,5 +24,11 @@ void scale(T* x, T s, size_t n);
 
 template <class T>
 double sum_squares(const T* x, size_t n);
+
+template <class T>
+void to_bf16(uint16_t* out, const T* in, size_t n);
+
+template <class T>
+void from_bf16(T* out, const uint16_t* in, size_t n);
 
 }  // namespace gossamer::kernels::cpu

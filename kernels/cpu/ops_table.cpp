@@ -46,6 +46,8 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .accumulate = cpu::accumulate<Real>,
       .scale = cpu::scale<Real>,
       .sum_squares = cpu::sum_squares<Real>,
+      .to_bf16 = cpu::to_bf16<Real>,
+      .from_bf16 = cpu::from_bf16<Real>,
       .crossentropy_forward = cpu::crossentropy_forward<Real>,
       .crossentropy_backward = cpu::crossentropy_backward<Real>,
       .adamw_update = cpu::adamw_update<Real>,

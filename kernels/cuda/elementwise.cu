@@ -31,6 +31,26 @@ __global__ void scale_kernel(float* x, float s, size_t n) {
     x[i] *= s;
 }
 
+// float -> bf16 with comm/bf16.h's rule, on the bits.
+__global__ void to_bf16_kernel(uint16_t* out, const float* in, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t bits = __float_as_uint(in[i]);
+    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
+      out[i] = uint16_t((bits >> 16) | 0x0040u);  // NaN: keep it a (quiet) NaN
+      continue;
+    }
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    out[i] = uint16_t(bits >> 16);
+  }
+}
+
+__global__ void from_bf16_kernel(float* out, const uint16_t* in, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = __uint_as_float(uint32_t(in[i]) << 16);
+}
+
 // Block b sums x[i]^2 over i = b*kThreads + t + k*(gridDim*kThreads) in thread t, then a tree
 // over the block's threads in a fixed order.
 __global__ void sum_squares_kernel(const float* x, size_t n, double* partial) {
@@ -68,6 +88,18 @@ void scale(float* x, float s, size_t n) {
   if (n == 0) return;
   scale_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(x, s, n);
   GOSSAMER_CUDA_LAUNCHED("scale_kernel");
+}
+
+void to_bf16(uint16_t* out, const float* in, size_t n) {
+  if (n == 0) return;
+  to_bf16_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, in, n);
+  GOSSAMER_CUDA_LAUNCHED("to_bf16_kernel");
+}
+
+void from_bf16(float* out, const uint16_t* in, size_t n) {
+  if (n == 0) return;
+  from_bf16_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, in, n);
+  GOSSAMER_CUDA_LAUNCHED("from_bf16_kernel");
 }
 
 double sum_squares(const float* x, size_t n) {

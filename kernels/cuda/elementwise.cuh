@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace gossamer::kernels::cuda {
 
@@ -14,5 +15,8 @@ void add(float* out, const float* a, const float* b, size_t n);
 void accumulate(float* dst, const float* src, size_t n);
 void scale(float* x, float s, size_t n);
 double sum_squares(const float* x, size_t n);
+// bf16 conversions with the CPU op's rule (bit manipulation: exact, the same bits).
+void to_bf16(uint16_t* out, const float* in, size_t n);
+void from_bf16(float* out, const uint16_t* in, size_t n);
 
 }  // namespace gossamer::kernels::cuda

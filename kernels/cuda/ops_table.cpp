@@ -44,6 +44,8 @@ constexpr OpTable kCudaOps{
     .accumulate = accumulate,
     .scale = scale,
     .sum_squares = sum_squares,
+    .to_bf16 = to_bf16,
+    .from_bf16 = from_bf16,
     .crossentropy_forward = crossentropy_forward,
     .crossentropy_backward = crossentropy_backward,
     .adamw_update = adamw_update,

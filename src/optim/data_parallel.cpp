@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "comm/bf16.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "optim/sync_common.h"
@@ -24,7 +23,7 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
       par_(setup.parallel),
       bf16_(setup.parallel.comm_dtype == CommDtype::COMM_DTYPE_BF16) {
   rule_ = make_rule(cfg_, setup.layout, ops_, own_);
-  if (bf16_ && world_ > 1) wire_ = HostBuffer<uint16_t>(total_);
+  if (bf16_ && world_ > 1) wire_ = Buffer<uint16_t>(total_, *ops_.memory);
   if (par_.zero_stage == 2) grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
 }
 
@@ -66,8 +65,7 @@ void DataParallel::launch(size_t index) {
   void* payload = g;
   if (bf16_) {
     uint16_t* w = wire_.data() + begin;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) w[i] = comm::float_to_bf16(g[i]);
+    ops_.to_bf16(w, g, n);
     payload = w;
   }
   const DType dt = bf16_ ? DType::BF16 : DType::F32;
@@ -97,10 +95,7 @@ void DataParallel::finish_all() {
     const ShardPiece mine = shards_->piece(rank_, b);
     const size_t s = par_.zero_stage == 0 ? shards_->bucket_begin(b) : mine.begin;
     const size_t e = par_.zero_stage == 0 ? shards_->bucket_end(b) : mine.end;
-    const uint16_t* w = wire_.data();
-    float* g = grads_.data();
-#pragma omp parallel for schedule(static)
-    for (size_t i = s; i < e; ++i) g[i] = comm::bf16_to_float(w[i]);
+    ops_.from_bf16(grads_.data() + s, wire_.data() + s, e - s);
   }
   pending_.clear();
   pending_bucket_.clear();

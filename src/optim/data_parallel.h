@@ -44,8 +44,9 @@ class DataParallel final : public ShardedOptimizer {
   ~DataParallel() override;
 
   const char* name() const override { return rule_->name(); }
-  // One rank only on device memory: the bf16 packing still loops on the host.
-  bool supports_device_memory() const override { return world_ == 1; }
+  // Every loop goes through ops; at several ranks the communicator must take device buffers
+  // (NCCL), which the trainer checks.
+  bool supports_device_memory() const override { return true; }
   Replicas replicas() const override { return Replicas::REPLICAS_IDENTICAL_EVERY_STEP; }
   double gradient_scale() const override { return 1.0 / world_; }
   void micro_batch_begin(int index, int count) override;
@@ -67,8 +68,8 @@ class DataParallel final : public ShardedOptimizer {
   ParallelConfig par_;
   bool bf16_;
   std::unique_ptr<UpdateRule> rule_;
-  HostBuffer<uint16_t> wire_;  // bf16 staging, flat layout
-  Buffer<float> grad_acc_;     // ZeRO-2: this rank's accumulated pieces, packed (op memory)
+  Buffer<uint16_t> wire_;   // bf16 staging, flat layout (op memory)
+  Buffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated pieces, packed (op memory)
   // Per micro-batch state.
   bool communicating_ = false;
   size_t ready_ = 0, next_bucket_ = 0;

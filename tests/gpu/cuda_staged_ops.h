@@ -327,6 +327,17 @@ inline double sum_squares(const float* x, size_t n) {
   return r;
 }
 
+inline void to_bf16(uint16_t* out, const float* in, size_t n) {
+  Stager s("to_bf16");
+  k::to_bf16(s(out, n), s(in, n), n);
+  s.finish();
+}
+inline void from_bf16(float* out, const uint16_t* in, size_t n) {
+  Stager s("from_bf16");
+  k::from_bf16(s(out, n), s(in, n), n);
+  s.finish();
+}
+
 }  // namespace staged
 
 // The staged table: every op of kernels/ops.h.
@@ -361,6 +372,8 @@ inline kernels::OpTable cuda_staged_ops() {
   t.accumulate = staged::accumulate;
   t.scale = staged::scale;
   t.sum_squares = staged::sum_squares;
+  t.to_bf16 = staged::to_bf16;
+  t.from_bf16 = staged::from_bf16;
   return t;
 }
 

@@ -115,6 +115,40 @@ TEST(CudaElementwise, Exact) {
   }
 }
 
+// bf16 conversions: bit for bit the CPU op's, on every bf16 pattern (widening) and on random
+// bit patterns, exact ties and special values (narrowing), at sizes around the grid.
+TEST(CudaElementwise, Bf16ConversionsMatchCpuBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  Guarded<uint16_t> all(65536, 0);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
+  Guarded<float> wide(all.size(), 0.f);
+  std::vector<float> wide_cpu(all.size());
+  cuda.from_bf16(wide.data(), all.data(), all.size());
+  cpu.from_bf16(wide_cpu.data(), all.data(), all.size());
+  EXPECT_EQ(std::memcmp(wide.data(), wide_cpu.data(), all.size() * 4), 0) << "from_bf16";
+  EXPECT_TRUE(wide.guards_intact());
+  for (size_t n : {size_t{0}, size_t{1}, size_t{1025}, (size_t{1} << 20) + 3}) {
+    Rng rng(n + 5);
+    Guarded<float> x(n, 0.f);
+    for (size_t k = 0; k < n; ++k) {
+      uint32_t b = uint32_t(rng.next_u64());
+      if (k % 2) b = (b & 0xffff0000u) | 0x8000u;  // an exact tie
+      std::memcpy(&x[k], &b, 4);
+    }
+    if (n > 8) x[0] = INFINITY, x[1] = -0.f, x[2] = std::nanf(""), x[3] = 3.4e38f;
+    Guarded<uint16_t> out(n, 0);
+    std::vector<uint16_t> out_cpu(n);
+    cuda.to_bf16(out.data(), x.data(), n);
+    cpu.to_bf16(out_cpu.data(), x.data(), n);
+    size_t wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += out[k] != out_cpu[k];
+    EXPECT_EQ(wrong, 0u) << "to_bf16, n = " << n;
+    EXPECT_TRUE(out.guards_intact());
+  }
+}
+
 // The dense optimizer updates against the CPU float op, four steps from random state (float
 // arithmetic in a different order and contraction: relative agreement, not bits).
 TEST(CudaOptimizer, DenseUpdatesMatchCpu) {

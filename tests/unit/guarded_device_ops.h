@@ -224,6 +224,8 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(accumulate);
     GOSSAMER_GUARD(scale);
     GOSSAMER_GUARD(sum_squares);
+    GOSSAMER_GUARD(to_bf16);
+    GOSSAMER_GUARD(from_bf16);
     GOSSAMER_GUARD(crossentropy_forward);
     GOSSAMER_GUARD(crossentropy_backward);
     GOSSAMER_GUARD(adamw_update);

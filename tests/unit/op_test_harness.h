@@ -63,6 +63,10 @@ template <>
 inline double sentinel<double>() {
   return std::bit_cast<double>(uint64_t{0x7FF8A5A5A5A5A5A5});
 }
+template <>
+inline uint16_t sentinel<uint16_t>() {  // bf16 buffers: a NaN pattern to_bf16 never writes
+  return uint16_t{0x7FA5};
+}
 
 // A buffer of n elements with kGuard sentinels on each side.
 template <class T>

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -138,6 +139,85 @@ TEST(Elementwise, SumSquaresAccurateAndDeterministic) {
   // Double accumulation of 1e6 positive terms: relative error <~ 1e6 * 2^-53 ~ 1e-10.
   EXPECT_NEAR(s / static_cast<double>(ref), 1.0, 1e-10);
   for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(ops.sum_squares(x.data(), n), s);
+}
+
+// Round to nearest, ties to even, checked against the value of the two bf16 neighbours of x
+// (computed in double; the neighbour past the largest finite value counts as 2^128, so that
+// overflow to infinity follows the same rule), not against the rule's own bit trick.
+uint16_t reference_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if (std::isnan(x)) return 0;  // not used: NaNs are checked separately
+  const uint32_t lo = bits & 0xffff0000u, hi = lo + 0x10000u;  // toward zero, away from zero
+  const auto value = [](uint32_t b) {
+    if ((b & 0x7f800000u) == 0x7f800000u)
+      return std::copysign(std::ldexp(1.0, 128), b >> 31 ? -1.0 : 1.0);
+    float f;
+    std::memcpy(&f, &b, 4);
+    return double(f);
+  };
+  if (lo == bits) return uint16_t(lo >> 16);
+  const double d_lo = std::abs(double(x) - value(lo)), d_hi = std::abs(value(hi) - double(x));
+  if (d_lo != d_hi) return uint16_t((d_lo < d_hi ? lo : hi) >> 16);
+  return uint16_t(((lo >> 16) & 1u) ? hi >> 16 : lo >> 16);  // a tie: the even one
+}
+
+TEST(Elementwise, Bf16ConversionsRoundToNearestEvenAndWidenExactly) {
+  const kernels::OpTable& f32 = kernels::cpu_ops();
+  const kernels::BasicOpTable<double>& f64 = kernels::cpu_ops_f64();
+  // Widening: all 65,536 patterns, both tables.
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
+  std::vector<float> wide(all.size());
+  std::vector<double> wide64(all.size());
+  f32.from_bf16(wide.data(), all.data(), all.size());
+  f64.from_bf16(wide64.data(), all.data(), all.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const uint32_t want = uint32_t(i) << 16;
+    uint32_t got;
+    std::memcpy(&got, &wide[i], 4);
+    wrong += got != want;
+    wrong += std::memcmp(&wide64[i], &wide64[i], 8) != 0 ||
+             !(std::isnan(wide64[i]) ? std::isnan(wide[i]) : wide64[i] == double(wide[i]));
+  }
+  EXPECT_EQ(wrong, 0u) << "from_bf16";
+  // Narrowing: random bit patterns, exact ties, and the special values.
+  std::vector<float> x;
+  Rng rng(21);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t b = uint32_t(rng.next_u64());
+    float f;
+    std::memcpy(&f, &b, 4);
+    x.push_back(f);
+    const uint32_t tie = (b & 0xffff0000u) | 0x8000u;
+    std::memcpy(&f, &tie, 4);
+    x.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::min(), std::nanf(""), -std::nanf("")})
+    x.push_back(f);
+  std::vector<uint16_t> out(x.size()), out64(x.size());
+  std::vector<double> x64(x.begin(), x.end());
+  f32.to_bf16(out.data(), x.data(), x.size());
+  f64.to_bf16(out64.data(), x64.data(), x64.size());
+  size_t wrong_round = 0, wrong_nan = 0, wrong_f64 = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    wrong_f64 += out64[i] != out[i];
+    if (std::isnan(x[i])) {
+      const uint32_t back = uint32_t(out[i]) << 16;
+      float f;
+      std::memcpy(&f, &back, 4);
+      wrong_nan += !std::isnan(f) || std::signbit(f) != std::signbit(x[i]);
+      continue;
+    }
+    wrong_round += out[i] != reference_bf16(x[i]);
+  }
+  EXPECT_EQ(wrong_round, 0u) << "to_bf16 against round-to-nearest-even";
+  EXPECT_EQ(wrong_nan, 0u) << "to_bf16 of NaN";
+  EXPECT_EQ(wrong_f64, 0u) << "the double table's to_bf16 against the float table's";
 }
 
 // ---- the op tables --------------------------------------------------------------------------
