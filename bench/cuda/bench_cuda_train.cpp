@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/cuda/ops_table.h"
+#include "kernels/matmul_peak.h"
 #include "model/model.h"
 
 namespace {
@@ -44,24 +45,6 @@ double median(std::vector<double> v) {
 void sync(const kernels::OpTable& ops, const float* device) {
   float probe;
   ops.memory->download(&probe, device, sizeof probe);
-}
-
-// GFLOP/s of the table's matmul on an n^3 product: median of three after a warm-up.
-double matmul_gflops(const kernels::OpTable& ops, int n) {
-  const size_t elems = size_t(n) * n;
-  Buffer<float> a(elems, *ops.memory), w(elems, *ops.memory), out(elems, *ops.memory);
-  std::vector<float> host(elems);
-  for (size_t i = 0; i < elems; ++i) host[i] = float(i % 13) * 0.01f;
-  a.upload(host.data(), elems);
-  w.upload(host.data(), elems);
-  std::vector<double> s;
-  for (int rep = 0; rep < 4; ++rep) {
-    const auto t0 = Clock::now();
-    ops.matmul_forward(out.data(), a.data(), w.data(), nullptr, n, n, n);
-    sync(ops, out.data());
-    if (rep > 0) s.push_back(seconds_since(t0));
-  }
-  return 2.0 * double(n) * n * n / median(s) / 1e9;
 }
 
 struct Shape {
@@ -167,7 +150,7 @@ int main(int argc, char** argv) {
                                   32}}
             : std::vector<Shape>{{"GPT-2 124M", gpt2_124m(), 16, 1024},
                                  {"Llama ~500M", llama_500m(), 4, 2048}};
-    const double peak = matmul_gflops(ops, smoke ? 256 : 4096);
+    const double peak = kernels::measure_matmul_gflops(ops, smoke ? 256 : 4096);
     std::printf("bench_cuda_train: %s table, fp32 matmul peak %.1f TFLOP/s (measured, %d^3)\n",
                 smoke ? "CPU (smoke run)" : "CUDA", peak / 1e3, smoke ? 256 : 4096);
     std::printf(

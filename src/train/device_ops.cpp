@@ -1,15 +1,11 @@
-// ops_for_run() and matmul_peak_gflops() (see device_ops.h).
+// ops_for_run() (see device_ops.h).
 #include "train/device_ops.h"
 
-#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "comm/launch_env.h"
-#include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/timer.h"
 #ifdef GOSSAMER_HAVE_CUDA
 #include "kernels/cuda/ops_table.h"
 #endif
@@ -32,26 +28,6 @@ const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, 
       "-DGOSSAMER_CUDA=ON)",
       key);
 #endif
-}
-
-double matmul_peak_gflops(const kernels::OpTable& ops) {
-  constexpr int n = 2048;
-  const size_t elems = size_t(n) * n;
-  Buffer<float> a(elems, *ops.memory), w(elems, *ops.memory), out(elems, *ops.memory);
-  std::vector<float> host(elems);
-  for (size_t i = 0; i < elems; ++i) host[i] = float(i % 17) * 0.01f;
-  a.upload(host.data(), elems);
-  w.upload(host.data(), elems);
-  std::vector<double> seconds;
-  float probe = 0;
-  for (int rep = 0; rep < 4; ++rep) {
-    Stopwatch clock;
-    ops.matmul_forward(out.data(), a.data(), w.data(), nullptr, n, n, n);
-    out.download(&probe, 1);  // complete when the copy is
-    if (rep > 0) seconds.push_back(clock.seconds());
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return 2.0 * double(n) * n * n / seconds[1] / 1e9;
 }
 
 }  // namespace gossamer::train

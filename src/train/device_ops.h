@@ -1,8 +1,7 @@
 // The op table a run computes with, from its `kernels` section: kernels.device = cpu, the CPU
 // table after this process's threads and gemm backend were set; cuda, the CUDA table (every
 // kernel of kernels/cuda/, buffers in GPU memory). Errors name the key: a build without CUDA,
-// no GPU visible. The choice is logged. Also the matrix-product peak an MFU figure is measured
-// against when a table's memory is not host memory (the CPU's is measured by its gemm).
+// no GPU visible. The choice is logged.
 #pragma once
 
 #include "kernels/cpu/cpu_setup.h"
@@ -13,9 +12,5 @@ namespace gossamer::train {
 // `key` names the setting in errors and the log (a command-line flag where one chose the device).
 const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, int world,
                                     const char* key = "kernels.device");
-
-// GFLOP/s of `ops`' matmul_forward on a 2048 x 2048 x 2048 product (the median of three after a
-// warm-up), timed to completion (a read-back after each call).
-double matmul_peak_gflops(const kernels::OpTable& ops);
 
 }  // namespace gossamer::train

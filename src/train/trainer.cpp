@@ -34,6 +34,7 @@
 #include "io/atomic_file.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/matmul_peak.h"
 #include "kernels/ops.h"
 #include "model/family.h"
 #include "model/host_params.h"
@@ -239,7 +240,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const Train
   const bool host = ops_.memory->host_accessible;
   mfu_.emplace(given  ? config_.metrics.peak_gflops
                : host ? kernels::cpu::gemm_peak_gflops_measured()
-                      : matmul_peak_gflops(ops_),
+                      : kernels::measure_matmul_gflops(ops_, 2048),
                world_,
                given  ? "metrics.peak_gflops"
                : host ? "measured sgemm"
