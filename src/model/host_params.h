@@ -3,7 +3,7 @@
 // backend) a view is the parameters themselves, with no copy; on device memory it is a host
 // copy: read back when the view is made, written back by commit().
 // Invariant: a HostParamsEdit's changes reach the model only through commit() on device memory,
-// and at once on host memory; so callers always commit() after writing.
+// and at once on host memory; so callers always commit() after writing (checked on destruction).
 #pragma once
 
 #include <span>
@@ -27,6 +27,11 @@ class HostParamsEdit {
  public:
   // read_first: false when every value will be overwritten before commit().
   HostParamsEdit(Model& model, bool read_first);
+  // An edit that was neither committed nor left by an exception is a bug that the CPU would
+  // hide (its edits land in place): it aborts with a message, on every backend.
+  ~HostParamsEdit();
+  HostParamsEdit(const HostParamsEdit&) = delete;
+  HostParamsEdit& operator=(const HostParamsEdit&) = delete;
   std::span<float> span() { return view_; }
   void commit();
 
@@ -34,6 +39,8 @@ class HostParamsEdit {
   Model& model_;
   HostBuffer<float> copy_;  // device memory only
   std::span<float> view_;
+  bool committed_ = false;
+  int exceptions_at_start_;
 };
 
 }  // namespace gossamer::model

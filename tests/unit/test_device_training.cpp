@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "eval/sampler.h"
 #include "guarded_device_ops.h"
 #include "io/safetensors.h"
+#include "model/host_params.h"
 #include "model/model.h"
 #include "test_util.h"
 #include "train/run_config.h"
@@ -225,6 +227,32 @@ TEST(DeviceTraining, SamplingReadsTheLogitsBack) {
     const auto a = gossamer::eval::generate(*host, {1, 2, 3}, 20, opt, ra);
     const auto b = gossamer::eval::generate(*dev, {1, 2, 3}, 20, opt, rb);
     EXPECT_EQ(a, b) << "temperature " << temperature;
+  }
+}
+
+// An edit of the parameters on the host that is never committed would be lost on a device and
+// not on the CPU: it aborts on both, and an edit left by an exception does not.
+TEST(DeviceTraining, AnUncommittedParameterEditAborts) {
+  gossamer::model::ModelConfig cfg;
+  cfg.n_layer = 1, cfg.n_head = 2, cfg.d_model = 16, cfg.vocab_size = 64, cfg.max_seq_len = 8;
+  for (const gossamer::kernels::OpTable* ops :
+       {&gossamer::kernels::cpu_ops(), &guarded_device_ops()}) {
+    auto m = gossamer::model::make_model(cfg, 1, 8, *ops);
+    EXPECT_DEATH({ gossamer::model::HostParamsEdit edit(*m, true); }, "never committed");
+    EXPECT_THROW(
+        {
+          gossamer::model::HostParamsEdit edit(*m, true);
+          throw std::runtime_error("a failed load");
+        },
+        std::runtime_error);
+    {
+      gossamer::model::HostParamsEdit edit(*m, true);
+      edit.span()[0] = 0.5f;
+      edit.commit();
+    }
+    float back = 0;
+    m->memory().download(&back, m->params().data(), sizeof back);
+    EXPECT_EQ(back, 0.5f) << ops->memory->backend;
   }
 }
 
