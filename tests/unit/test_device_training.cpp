@@ -2,7 +2,8 @@
 // CPU: the guarded device table (guarded_device_ops.h) runs the CPU ops on memory that faults
 // whenever host code touches it outside an op or an explicit copy. Whole runs of `train`
 // (losses, gradient norms, validation, checkpoints, resume) must equal the same runs on the CPU
-// table bit for bit, and a direct host read must be caught. Also the errors of kernels.device.
+// table bit for bit, and a direct host read must be caught. Also the errors of kernels.device
+// and the check of an uncommitted host edit of the parameters.
 #include <gtest/gtest.h>
 
 #include <cstring>
