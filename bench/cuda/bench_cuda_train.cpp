@@ -23,6 +23,7 @@
 #include "bench/cuda/single_device_training.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/ops_table.h"
 #include "kernels/matmul_peak.h"
 #include "model/model.h"
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_cuda_train [--cpu-smoke]\n");
     return 2;
   }
-  if (!smoke && kernels::cuda::device_count() == 0) {
+  if (!smoke && kernels::cuda::visible_gpus() == 0) {
     std::printf("bench_cuda_train: SKIPPED (no GPU visible: cudaGetDeviceCount)\n");
     return 0;
   }

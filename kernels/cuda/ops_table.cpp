@@ -6,7 +6,6 @@
 #include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/crossentropy.cuh"
-#include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/gelu.cuh"
@@ -61,10 +60,6 @@ static_assert(first_unset_op(kCudaOps) == nullptr, "the CUDA op table has an uns
 
 const OpTable& ops() {
   return kCudaOps;
-}
-
-int device_count() {
-  return visible_gpus();
 }
 
 }  // namespace gossamer::kernels::cuda

@@ -11,7 +11,4 @@ namespace gossamer::kernels::cuda {
 
 const OpTable& ops();
 
-// GPUs the CUDA runtime sees (0 when there are none or no driver; never throws).
-int device_count();
-
 }  // namespace gossamer::kernels::cuda

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #ifdef GOSSAMER_HAVE_CUDA
+#include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/ops_table.h"
 #endif
 
@@ -18,7 +19,7 @@ const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, 
   kernels::cpu::configure_cpu_kernels(kernels, comm::ranks_on_this_node(world));
   if (kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CPU) return kernels::cpu_ops();
 #ifdef GOSSAMER_HAVE_CUDA
-  const int gpus = kernels::cuda::device_count();
+  const int gpus = kernels::cuda::visible_gpus();
   GOSSAMER_CHECK(gpus > 0, "%s = cuda: no GPU is visible to this process", key);
   log_info("%s = cuda: the CUDA op table on GPU 0 of %d visible", key, gpus);
   return kernels::cuda::ops();
