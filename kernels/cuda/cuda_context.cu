@@ -30,6 +30,10 @@ int visible_gpus() {
   return n;
 }
 
+void use_device(int device) {
+  GOSSAMER_CUDA_CHECK(cudaSetDevice(device));
+}
+
 cudaStream_t stream() {
   return g_stream;
 }

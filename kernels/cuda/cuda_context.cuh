@@ -21,6 +21,10 @@ void cuda_check(cudaError_t e, const char* what, const char* file, int line);
 // whose sticky error it clears. The one place that asks (the comm backends use it too).
 int visible_gpus();
 
+// Makes GPU `device` current for this thread (cudaSetDevice, checked): every later allocation
+// and launch of this thread goes there. One GPU per rank: the trainer passes the node-local rank.
+void use_device(int device);
+
 // The stream every op launches on (default: the legacy default stream, 0).
 cudaStream_t stream();
 void set_stream(cudaStream_t s);

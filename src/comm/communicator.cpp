@@ -95,17 +95,31 @@ double CommStats::seconds_waited() const {
   return total;
 }
 
-CommStats CommStats::since(const CommStats& earlier) const {
+namespace {
+
+// Element-wise a + sign * b.
+CommStats combine(const CommStats& a, const CommStats& b, int sign) {
   CommStats d;
   for (int i = 0; i < kNumKinds; ++i) {
-    d.kinds[i].calls = kinds[i].calls - earlier.kinds[i].calls;
-    d.kinds[i].bytes_sent = kinds[i].bytes_sent - earlier.kinds[i].bytes_sent;
-    d.kinds[i].bytes_received = kinds[i].bytes_received - earlier.kinds[i].bytes_received;
-    d.kinds[i].seconds_waited = kinds[i].seconds_waited - earlier.kinds[i].seconds_waited;
-    d.kinds[i].raw_bytes_sent = kinds[i].raw_bytes_sent - earlier.kinds[i].raw_bytes_sent;
-    d.kinds[i].compressed_calls = kinds[i].compressed_calls - earlier.kinds[i].compressed_calls;
+    const KindStats &x = a.kinds[i], &y = b.kinds[i];
+    d.kinds[i].calls = x.calls + sign * y.calls;
+    d.kinds[i].bytes_sent = x.bytes_sent + sign * y.bytes_sent;
+    d.kinds[i].bytes_received = x.bytes_received + sign * y.bytes_received;
+    d.kinds[i].seconds_waited = x.seconds_waited + sign * y.seconds_waited;
+    d.kinds[i].raw_bytes_sent = x.raw_bytes_sent + sign * y.raw_bytes_sent;
+    d.kinds[i].compressed_calls = x.compressed_calls + sign * y.compressed_calls;
   }
   return d;
+}
+
+}  // namespace
+
+CommStats CommStats::since(const CommStats& earlier) const {
+  return combine(*this, earlier, -1);
+}
+
+CommStats CommStats::plus(const CommStats& other) const {
+  return combine(*this, other, +1);
 }
 
 void Work::wait() {

@@ -72,6 +72,8 @@ struct CommStats {
   double seconds_waited() const;
   // Element-wise this - earlier (per-step deltas from two snapshots).
   CommStats since(const CommStats& earlier) const;
+  // Element-wise this + other (two communicators' traffic together).
+  CommStats plus(const CommStats& other) const;
 };
 
 // Shared completion state of one operation; backends derive from it.

@@ -80,11 +80,16 @@ BackendChoice choose_backend(Backend requested, BufferLocation where, const Laun
   switch (requested) {
     case Backend::BACKEND_SINGLE:
       GOSSAMER_CHECK(!launched,
-                     "parallel.backend = \"single\": this process was %s; use \"mpi\", "
-                     "\"nccl\" or \"auto\" under a launcher",
-                     describe(env).c_str());
+                     "parallel.backend = \"single\": this process was %s; use %s under a "
+                     "launcher",
+                     describe(env).c_str(),
+                     host ? "\"mpi\", \"nccl\" or \"auto\"" : "\"nccl\" or \"auto\"");
       return {Backend::BACKEND_SINGLE, "parallel.backend = \"single\""};
     case Backend::BACKEND_MPI:
+      GOSSAMER_CHECK(host,
+                     "parallel.backend = \"mpi\": this run's buffers live in device memory "
+                     "(kernels.device = cuda), which this build's MPI cannot move (it is not "
+                     "CUDA-aware); use \"nccl\" or \"auto\"");
       return {Backend::BACKEND_MPI, "parallel.backend = \"mpi\""};
     case Backend::BACKEND_NCCL:
       GOSSAMER_CHECK(!host,

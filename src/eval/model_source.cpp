@@ -24,7 +24,7 @@ LoadedModel load_model_for_inference(const std::string& path, int max_batch, int
         train::parse_run_config(train::load_checkpoint_config(m.path), m.path + "/trainer.json");
   kernels::cpu::KernelsConfig kernels = m.config.kernels;  // its threads and gemm backend
   kernels.device = device;
-  const kernels::OpTable& ops = train::ops_for_run(kernels, 1, key);
+  const kernels::OpTable& ops = train::ops_for_run(kernels, 1, /*local_rank=*/0, key);
   if (want_tokenizer) {
     m.tokenizer = m.hf && tokenizer_spec.empty()
                       ? hf::load_hf_tokenizer(m.path)

@@ -1,16 +1,28 @@
-// The op table a run computes with, from its `kernels` section: kernels.device = cpu, the CPU
-// table after this process's threads and gemm backend were set; cuda, the CUDA table (every
-// kernel of kernels/cuda/, buffers in GPU memory). Errors name the key: a build without CUDA,
-// no GPU visible. The choice is logged.
+// What a run computes and communicates with, from its `kernels` and `parallel` sections.
+// ops_for_run: kernels.device = cpu, the CPU table after this process's threads and gemm
+// backend were set; cuda, the CUDA table (every kernel of kernels/cuda/, buffers in GPU memory)
+// on GPU local_rank of the node (one GPU per rank). make_buffer_communicator: the communicator
+// for buffers in device memory at several ranks (NCCL), its operations ordered after the ops'
+// stream. Errors name the key: a build without CUDA, no GPU visible, more ranks on a node than
+// GPUs, a backend that cannot move device memory. Every choice is logged.
 #pragma once
 
+#include <memory>
+
+#include "comm/communicator.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/ops.h"
 
 namespace gossamer::train {
 
+// `local_rank`: this process's rank among the ranks of its node (0 for a single process).
 // `key` names the setting in errors and the log (a command-line flag where one chose the device).
 const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, int world,
-                                    const char* key = "kernels.device");
+                                    int local_rank, const char* key = "kernels.device");
+
+// parallel.backend resolved for device buffers at several ranks (auto or nccl: NCCL; mpi and
+// single are refused, naming the key: this build's MPI is not CUDA-aware); every operation
+// waits on the device for the work already issued to the CUDA ops' stream.
+std::unique_ptr<comm::Communicator> make_buffer_communicator(comm::Backend backend);
 
 }  // namespace gossamer::train

@@ -127,17 +127,6 @@ json data_identity(const DataConfig& d) {
   return files;
 }
 
-RunConfig validated(RunConfig config, int world) {
-  config.validate(world);
-  // Before any device memory is allocated (every rank would fill the same GPU).
-  GOSSAMER_CHECK(
-      config.kernels.device != kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA || world == 1,
-      "kernels.device = cuda: one rank only for now (data parallel over NCCL on device "
-      "buffers is not built yet: docs/CUDA.md); this run has %d ranks",
-      world);
-  return config;
-}
-
 // The replicas of a method whose ranks hold different weights, at an evaluation.
 struct ReplicaEval {
   std::vector<double> val_loss;   // per rank, on the same windows as the average's
@@ -157,7 +146,11 @@ struct StepRecord {
 
 class TrainingRun {
  public:
-  TrainingRun(comm::Communicator& comm, RunConfig config, const TrainStart& start);
+  // `comm` carries the control values (losses, flags, norms, checkpoint state: host memory);
+  // `buffers` the gradients and weights (the same communicator unless they live in device
+  // memory at several ranks). `config` is validated.
+  TrainingRun(comm::Communicator& comm, comm::Communicator& buffers, const kernels::OpTable& ops,
+              RunConfig config, const TrainStart& start);
   int run();
 
  private:
@@ -169,6 +162,8 @@ class TrainingRun {
   StepRecord train_one_step(int64_t step);
   bool agrees_after(int64_t step) const;
   void record(const StepRecord& r);
+  // Traffic of both communicators (counted once when they are the same).
+  comm::CommStats traffic() const;
   // Runs fn with the weights evaluation sees in the model (the optimizer's, when its replicas
   // differ); every rank must call it at the same steps.
   template <class Fn>
@@ -181,6 +176,7 @@ class TrainingRun {
   void checkpoint();
 
   comm::Communicator& comm_;
+  comm::Communicator& buffers_;
   RunConfig config_;
   const TrainConfig& tc_;
   const int world_, rank_, B_, T_;
@@ -207,9 +203,11 @@ class TrainingRun {
   double last_local_loss_ = std::nan("");  // this rank's loss at the last step it computed
 };
 
-TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const TrainStart& start)
+TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
+                         const kernels::OpTable& ops, RunConfig config, const TrainStart& start)
     : comm_(comm),
-      config_(validated(std::move(config), comm.size())),
+      buffers_(buffers),
+      config_(std::move(config)),
       tc_(config_.train),
       world_(comm.size()),
       rank_(comm.rank()),
@@ -217,7 +215,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, RunConfig config, const Train
       T_(config_.data.seq_len),
       accum_(config_.grad_accum_steps(world_)),
       tokens_per_step_(int64_t(B_) * T_ * world_ * accum_),
-      ops_(start.ops ? *start.ops : ops_for_run(config_.kernels, world_)),
+      ops_(ops),
       inputs_(open_inputs(config_, world_)),
       tokens_(size_t(B_) * T_),
       targets_(size_t(B_) * T_) {
@@ -259,7 +257,7 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
   model_->init_weights(tc_.seed);
   if (!init_from.empty()) hf::init_weights_from(init_from, *model_);  // shapes checked
   optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,
-                                      comm_, comm_, tc_.seed, tc_.steps});
+                                      buffers_, comm_, tc_.seed, tc_.steps});
   check_device_support();
   state_ = initial_trainer_state(tc_.seed);
   if (!resume_path.empty() && is_run_without_checkpoints(resume_path, tc_.out_dir)) {
@@ -296,16 +294,13 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
 void TrainingRun::check_device_support() const {
   if (ops_.memory->host_accessible) return;
   const std::string device = std::string(enum_name(config_.kernels.device));
-  GOSSAMER_CHECK(world_ == 1,
-                 "kernels.device = %s: one rank only for now (data parallel over NCCL on device "
-                 "buffers is not built yet: docs/CUDA.md); this run has %d ranks",
-                 device.c_str(), world_);
   GOSSAMER_CHECK(optimizer_->supports_device_memory(),
                  "optimizer.name = \"%s\" does not run with kernels.device = %s yet (its state or "
                  "loops are on the host: docs/CUDA.md); adamw and adams do",
                  optimizer_->name(), device.c_str());
-  log_info("device buffers: the model, its gradients and the optimizer's state in %s memory",
-           ops_.memory->backend);
+  log_info("device buffers: the model, its gradients and the optimizer's state in %s memory%s%s",
+           ops_.memory->backend, world_ > 1 ? ", between the ranks over " : "",
+           world_ > 1 ? buffers_.backend() : "");
 }
 
 void TrainingRun::check_replica_contract() const {
@@ -336,9 +331,12 @@ void TrainingRun::log_setup() const {
       (unsigned long long)inputs_.train.num_windows(), T_ + 1, B_, T_, (long long)accum_,
       (long long)tokens_per_step_);
   const auto& par = config_.parallel;
-  log_info("parallel: %d rank(s), backend %s, zero_stage %d, gradients as %s in %g MB buckets%s",
-           world_, comm_.backend(), par.zero_stage, std::string(enum_name(par.comm_dtype)).c_str(),
-           par.bucket_mb, par.overlap ? ", overlapped with backward" : "");
+  const std::string control =
+      &buffers_ == &comm_ ? "" : strprintf(" (control values over %s)", comm_.backend());
+  log_info("parallel: %d rank(s), backend %s%s, zero_stage %d, gradients as %s in %g MB buckets%s",
+           world_, buffers_.backend(), control.c_str(), par.zero_stage,
+           std::string(enum_name(par.comm_dtype)).c_str(), par.bucket_mb,
+           par.overlap ? ", overlapped with backward" : "");
   log_info(
       "optimizer: %s, state %.1f MB per rank, replicas %s; MFU peak %.1f GFLOP/s per rank "
       "(%s); %.3g FLOP per token",
@@ -347,6 +345,10 @@ void TrainingRun::log_setup() const {
       flops_per_token_);
   if (!resumed_from_.empty())
     log_info("resumed from %s at step %lld", resumed_from_.c_str(), (long long)state_.step);
+}
+
+comm::CommStats TrainingRun::traffic() const {
+  return &buffers_ == &comm_ ? comm_.stats() : comm_.stats().plus(buffers_.stats());
 }
 
 // Whether the ranks exchange telemetry after `step` (1-based): always, unless the optimizer's
@@ -362,8 +364,9 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   const int64_t t = step + 1;
   Stopwatch clock;
   comm_.set_context(strprintf("step %lld", (long long)t));
+  buffers_.set_context(comm_.context());
   interrupt_note_step(t);
-  const comm::CommStats before = comm_.stats();
+  const comm::CommStats before = traffic();
   StepRecord r;
   r.lr = optim::lr_at(config_.schedule, config_.optimizer.lr, step, tc_.steps);
   if (fault_.at("exit", rank_, t)) std::_Exit(9);
@@ -392,7 +395,7 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
     // Every rank learns the mean loss (over the ranks that computed this step), whether any rank
     // was interrupted, and each rank's communication this step.
     r.telemetry = exchange_step_telemetry(comm_, r.timings.local_loss, computes,
-                                          interrupt_requested(), comm_.stats().since(before));
+                                          interrupt_requested(), traffic().since(before));
     r.loss = r.telemetry.mean_loss;
     if (!std::isfinite(r.loss))  // the mean over ranks: every rank sees the same value
       throw CollectiveError(
@@ -413,7 +416,7 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
       check_replicas_identical(comm_, model::HostParamsView(*model_).span(), t);
     replica_check_due_ = false;
   }
-  r.comm = comm_.stats().since(before);
+  r.comm = traffic().since(before);
   r.seconds = clock.seconds();
   return r;
 }
@@ -602,17 +605,38 @@ int TrainingRun::run() {
 int run_training(RunConfig config, const TrainStart& start) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
-  // One communicator for small control values and the buffers, on host memory: several ranks
-  // run only on the CPU backend so far (kernels.device = cuda is one rank, where no collective
-  // touches a buffer), so never NCCL here.
+  const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
+  // The control communicator, on host memory: losses, flags, norms and checkpoint state, and
+  // on the CPU the gradients and weights too. With kernels.device = cuda parallel.backend names
+  // the buffers' backend (nccl), so the host values take what a launcher implies (mpi).
   std::unique_ptr<comm::Communicator> comm =
-      comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);
+      comm::make_communicator(cuda ? comm::Backend::BACKEND_AUTO : config.parallel.backend,
+                              comm::BufferLocation::BUFFER_LOCATION_HOST);
   log_set_rank(comm->rank());
   comm->set_timeout(config.parallel.timeout_s);
-  comm = comm::zip::wrap_with_compression(std::move(comm), config.parallel.zip_options());
-  comm->set_timeout(config.parallel.timeout_s);
+  std::unique_ptr<comm::Communicator> buffers;  // device memory at several ranks only
   try {
-    TrainingRun run(*comm, std::move(config), start);
+    config.validate(comm->size());
+    const bool device_buffers =
+        comm->size() > 1 && (start.ops ? !start.ops->memory->host_accessible : cuda);
+    // Before the GPU is chosen: a configuration error comes first.
+    GOSSAMER_CHECK(
+        !device_buffers || config.parallel.compression == comm::zip::Compression::COMPRESSION_OFF,
+        "parallel.compression = %s: the codec runs on host buffers, and with "
+        "kernels.device = cuda at several ranks the gradients live in GPU memory (its "
+        "kernels are not written: docs/CUDA.md); set it to off",
+        std::string(enum_name(config.parallel.compression)).c_str());
+    const kernels::OpTable& ops =
+        start.ops ? *start.ops : ops_for_run(config.kernels, comm->size(), comm->local_rank());
+    if (device_buffers) {
+      buffers = start.buffer_comm ? start.buffer_comm(*comm)
+                                  : make_buffer_communicator(config.parallel.backend);
+      buffers->set_timeout(config.parallel.timeout_s);
+    } else {
+      comm = comm::zip::wrap_with_compression(std::move(comm), config.parallel.zip_options());
+      comm->set_timeout(config.parallel.timeout_s);
+    }
+    TrainingRun run(*comm, buffers ? *buffers : *comm, ops, std::move(config), start);
     return run.run();
   } catch (const CollectiveError&) {
     throw;  // every rank stops here together; the communicator shuts down normally

@@ -5,9 +5,12 @@
 // writing a checkpoint of the last completed step).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "kernels/ops.h"
 #include "train/run_config.h"
 
@@ -28,6 +31,9 @@ struct TrainStart {
   // Tests: compute with this op table instead of the one kernels.device selects (it must
   // outlive the run).
   const kernels::OpTable* ops = nullptr;
+  // Tests: with device memory (`ops`) at several ranks, the communicator for the gradients and
+  // weights, given the control communicator, instead of the one parallel.backend selects.
+  std::function<std::unique_ptr<comm::Communicator>(comm::Communicator& control)> buffer_comm;
 };
 
 int run_training(RunConfig config, const TrainStart& start = {});

@@ -29,6 +29,16 @@ expect_error "unknown enum value" 'optimizer.scape.reading: expected a string, o
   run train -c $TINY --set optimizer.name=scape --set optimizer.scape.reading=C
 expect_error "nccl for host buffers" 'parallel.backend = "nccl": NCCL moves device memory' \
   run train -c $TINY --set parallel.backend=nccl
+# Several ranks on GPUs: compression is refused before a GPU is chosen (the codec runs on host
+# buffers); without a GPU (CI) the device is refused, naming the key, on every rank.
+expect_error "compression with device buffers" 'parallel.compression = on: the codec runs on host buffers' \
+  mpirun_np 2 "$GOSSAMER" train -c $TINY --out "$WORK/dz" --set kernels.device=cuda --set parallel.compression=on
+if out="$(mpirun_np 2 "$GOSSAMER" train -c $TINY --out "$WORK/d2" --set kernels.device=cuda 2>&1)"; then
+  pass "2 ranks on cuda ran (a GPU machine)"
+else
+  grep -qE "kernels.device = cuda: (no GPU is visible|this build has no CUDA backend)" <<<"$out" && [[ ! -e "$WORK/d2/metrics.jsonl" ]] \
+    && pass "2 ranks with kernels.device = cuda and no GPU: refused, naming the key, nothing written" || fail "2 ranks on cuda without a GPU: $out"
+fi
 echo '{"train": {"steps": 5, "seed": 1, "steps": 7}}' >"$WORK/dup.json"
 expect_error "duplicate key" "dup.json: duplicate key train.steps" run train -c "$WORK/dup.json"
 echo '{"optimizer": {"lr": 1e999}}' >"$WORK/huge.json"

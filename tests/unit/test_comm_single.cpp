@@ -89,6 +89,20 @@ TEST(CommStats, TotalsAndSince) {
   EXPECT_EQ(d[Kind::SEND].calls, 0);
   EXPECT_EQ(d[Kind::BARRIER].calls, 1);
   EXPECT_DOUBLE_EQ(d.seconds_waited(), 1.5);
+  // Two communicators' traffic together (the trainer's control and buffer communicators).
+  CommStats e;
+  e[Kind::ALL_REDUCE] = {1, 8, 16, 0.25, 8, 0};
+  e[Kind::ALL_GATHER] = {2, 30, 60, 0, 20, 1};
+  const CommStats s = a.plus(e);
+  EXPECT_EQ(s[Kind::ALL_REDUCE].calls, 4);
+  EXPECT_EQ(s[Kind::ALL_REDUCE].bytes_sent, 108);
+  EXPECT_EQ(s[Kind::ALL_REDUCE].bytes_received, 216);
+  EXPECT_DOUBLE_EQ(s[Kind::ALL_REDUCE].seconds_waited, 0.75);
+  EXPECT_EQ(s[Kind::ALL_GATHER].raw_bytes_sent, 20);
+  EXPECT_EQ(s[Kind::ALL_GATHER].compressed_calls, 1);
+  EXPECT_EQ(s[Kind::SEND].bytes_sent, 7);
+  EXPECT_EQ(s.bytes_sent(), 145);
+  EXPECT_EQ(s.since(e)[Kind::ALL_REDUCE].bytes_sent, a[Kind::ALL_REDUCE].bytes_sent);
 }
 
 // The formulas of communicator.h, worked by hand for N = 4.
@@ -413,6 +427,15 @@ TEST(MakeCommunicator, ChoiceFollowsTheBuffers) {
                 Backend::BACKEND_MPI);
       expect_error([&] { choose_backend(Backend::BACKEND_NCCL, host, launched, gpus, built); },
                    {"parallel.backend = \"nccl\"", "host memory"});
+      // Device buffers never reach MPI (not CUDA-aware here), and a launched single is refused
+      // without suggesting it.
+      expect_error([&] { choose_backend(Backend::BACKEND_MPI, device, launched, gpus, built); },
+                   {"parallel.backend = \"mpi\"", "device memory", "not CUDA-aware",
+                    "\"nccl\" or \"auto\""});
+      expect_error([&] { choose_backend(Backend::BACKEND_MPI, device, alone, gpus, built); },
+                   {"parallel.backend = \"mpi\"", "device memory"});
+      expect_error([&] { choose_backend(Backend::BACKEND_SINGLE, device, launched, gpus, built); },
+                   {"parallel.backend = \"single\"", "rank 1 of 4", "use \"nccl\" or \"auto\""});
       if (built && gpus > 0) {
         EXPECT_EQ(choose_backend(Backend::BACKEND_AUTO, device, launched, gpus, built).backend,
                   Backend::BACKEND_NCCL);

@@ -21,10 +21,9 @@
 
 #include "core/buffer.h"
 #include "core/rng.h"
-#include "data/shard.h"
+#include "device_run_harness.h"
 #include "eval/sampler.h"
 #include "guarded_device_ops.h"
-#include "io/safetensors.h"
 #include "model/host_params.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -34,8 +33,13 @@
 namespace {
 
 namespace fs = std::filesystem;
+using gossamer::testing::Corpus;
+using gossamer::testing::expect_same_checkpoint;
 using gossamer::testing::guarded_device_ops;
+using gossamer::testing::metrics_of;
+using gossamer::testing::run_json;
 using gossamer::testing::TempDir;
+using gossamer::testing::train_with;
 using json = nlohmann::json;
 namespace train = gossamer::train;
 
@@ -68,100 +72,6 @@ TEST(GuardedDevice, TheTableIsCompleteAndHostReadsAreCaught) {
       ::testing::ExitedWithCode(gossamer::testing::kHostTouchExitCode), "was given host memory");
 }
 
-// Shards of random tokens below `vocab`, a training set and a validation set.
-struct Corpus {
-  std::string train, val;
-};
-Corpus write_corpus(const TempDir& dir, uint32_t vocab) {
-  gossamer::Rng rng(7);
-  std::vector<uint32_t> tokens(6000);
-  for (uint32_t& t : tokens) t = uint32_t(rng.next_u64() % vocab);
-  const Corpus c{dir.file("train_000.bin"), dir.file("val_000.bin")};
-  gossamer::data::write_shard(c.train, {tokens.data(), 5000});
-  gossamer::data::write_shard(c.val, {tokens.data() + 5000, 1000});
-  return c;
-}
-
-json run_json(const Corpus& corpus, const std::string& family, const std::string& optimizer,
-              int zero_stage, const std::string& out_dir) {
-  return {
-      {"model",
-       {{"family", family},
-        {"n_layer", 2},
-        {"n_head", 4},
-        {"d_model", 32},
-        {"vocab_size", 500},
-        {"max_seq_len", 16}}},
-      {"data",
-       {{"train", corpus.train},
-        {"val", corpus.val},
-        {"seq_len", 16},
-        {"micro_batch", 2},
-        {"tokenizer", ""}}},
-      {"optimizer", {{"name", optimizer}, {"lr", 3e-3}, {"weight_decay", 0.1}, {"grad_clip", 0.5}}},
-      {"parallel", {{"zero_stage", zero_stage}}},
-      {"schedule", {{"warmup_steps", 2}}},
-      {"train",
-       {{"steps", 6},
-        {"global_batch_tokens", 64},  // two micro-batches per step
-        {"eval_every", 3},
-        {"eval_batches", 2},
-        {"checkpoint_every", 3},
-        {"keep_checkpoints", 0},
-        {"log_every", 1},
-        {"seed", 11},
-        {"out_dir", out_dir}}},
-      {"kernels", {{"threads", 1}}},
-      {"metrics", {{"peak_gflops", 100.0}}},
-  };
-}
-
-// Every line of metrics.jsonl without the fields that measure time.
-std::vector<json> metrics_of(const std::string& run_dir) {
-  std::vector<json> out;
-  std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    json j = json::parse(line);
-    if (j.contains("mfu")) {
-      EXPECT_GT(j["mfu"].get<double>(), 0.0) << line;
-    }
-    for (const char* timed : {"time_s", "tokens_per_s", "mfu", "comm"}) j.erase(timed);
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-// Every tensor of a safetensors file, by name, as raw bytes.
-std::map<std::string, std::vector<uint8_t>> tensors_of(const std::string& file) {
-  gossamer::io::SafetensorsReader r(file);
-  std::map<std::string, std::vector<uint8_t>> out;
-  for (const std::string& name : r.names()) {
-    const auto* p = static_cast<const uint8_t*>(r.data(name));
-    out[name].assign(p, p + r.info(name).nbytes());
-  }
-  return out;
-}
-
-void expect_same_checkpoint(const std::string& a, const std::string& b) {
-  for (const char* f : {"model.safetensors", "optimizer.safetensors"}) {
-    const auto ta = tensors_of((fs::path(a) / f).string()),
-               tb = tensors_of((fs::path(b) / f).string());
-    ASSERT_EQ(ta.size(), tb.size()) << f;
-    for (const auto& [name, bytes] : ta) {
-      ASSERT_TRUE(tb.count(name)) << f << " " << name;
-      EXPECT_TRUE(bytes == tb.at(name)) << f << ": tensor " << name << " differs";
-    }
-  }
-}
-
-int train_with(const json& config, const gossamer::kernels::OpTable* ops,
-               const std::string& resume = "") {
-  train::TrainStart start;
-  start.ops = ops;
-  start.resume = resume;
-  return train::run_training(train::parse_run_config(config, "test"), start);
-}
-
 struct Case {
   const char* family;
   const char* optimizer;
@@ -173,7 +83,7 @@ class DeviceTraining : public ::testing::TestWithParam<Case> {};
 TEST_P(DeviceTraining, EqualsTheHostRunBitForBitAndResumes) {
   const Case c = GetParam();
   TempDir dir;
-  const Corpus corpus = write_corpus(dir, 500);
+  const Corpus corpus = gossamer::testing::write_corpus(dir.path(), 500);
   const std::string host_dir = dir.file("host"), dev_dir = dir.file("device"),
                     resumed_dir = dir.file("resumed");
   ASSERT_EQ(train_with(run_json(corpus, c.family, c.optimizer, c.zero_stage, host_dir), nullptr),
@@ -259,7 +169,7 @@ TEST(DeviceTraining, AnUncommittedParameterEditAborts) {
 
 TEST(DeviceTraining, RefusesWhatDoesNotRunThereYet) {
   TempDir dir;
-  const Corpus corpus = write_corpus(dir, 500);
+  const Corpus corpus = gossamer::testing::write_corpus(dir.path(), 500);
   json config = run_json(corpus, "gpt2", "scape", 0, dir.file("scape"));
   gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
                                   {"optimizer.name = \"scape\"", "kernels.device", "adamw"});
@@ -268,7 +178,7 @@ TEST(DeviceTraining, RefusesWhatDoesNotRunThereYet) {
 
 TEST(DeviceTraining, KernelsDeviceCudaNeedsABuildWithCudaAndAGpu) {
   TempDir dir;
-  const Corpus corpus = write_corpus(dir, 500);
+  const Corpus corpus = gossamer::testing::write_corpus(dir.path(), 500);
   json config = run_json(corpus, "gpt2", "adamw", 0, dir.file("cuda"));
   config["kernels"]["device"] = "cuda";
 #ifdef GOSSAMER_HAVE_CUDA

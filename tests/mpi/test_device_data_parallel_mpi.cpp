@@ -1,0 +1,140 @@
+// Data parallel with the model, its gradients and the optimizer's state in device memory
+// (kernels.device = cuda at several ranks), checked on the CPU at 2, 3 and 4 ranks: the guarded
+// device table (tests/unit/guarded_device_ops.h) computes, and the guarded device communicator
+// (tests/unit/guarded_device_comm.h) stands where NCCL stands, for the buffers only; the control
+// values (loss, flags, norms, checkpoint state) take the run's own MPI communicator. A host
+// value sent through the buffers' communicator, or a device buffer through MPI, ends the test
+// with the guard's message (exit 86). Whole runs of `train` must equal the CPU runs at the same
+// world size bit for bit (metrics.jsonl line for line without the timed fields, with each rank's
+// bytes sent; both checkpoints tensor for tensor): DataParallel with AdamW (zero_stage 0, fp32,
+// several buckets overlapped with backward), with AdamS (zero_stage 1, bf16 gradients) and with
+// AdamW (zero_stage 2, bf16, two micro-batches, not overlapped), and a device resume from the
+// step-3 checkpoint ends in the same step-6 checkpoint.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../unit/device_run_harness.h"
+#include "../unit/guarded_device_comm.h"
+#include "../unit/guarded_device_ops.h"
+#include "../unit/test_util.h"
+#include "comm/communicator.h"
+#include "mpi_test_main.h"
+
+namespace gossamer::comm {
+namespace {
+
+using namespace test;
+using gossamer::testing::Corpus;
+using gossamer::testing::guarded_device_ops;
+using gossamer::testing::GuardedDeviceComm;
+using gossamer::testing::json;
+namespace fs = std::filesystem;
+
+// Rank 0's temporary directory, its path known to every rank; removed after every rank is done.
+class SharedDir {
+ public:
+  SharedDir() {
+    char path[512] = {};
+    if (g_mpi->rank() == 0) {
+      dir_.emplace();
+      std::snprintf(path, sizeof path, "%s", dir_->path().c_str());
+    }
+    g_mpi->broadcast(path, sizeof path, DType::U8, 0).wait();
+    path_ = path;
+  }
+  ~SharedDir() { g_mpi->barrier(); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::optional<gossamer::testing::TempDir> dir_;
+  std::string path_;
+};
+
+std::unique_ptr<Communicator> guarded_buffers(Communicator& control) {
+  return std::make_unique<GuardedDeviceComm>(control);
+}
+
+struct Case {
+  const char* family;
+  const char* optimizer;
+  int zero_stage;
+  const char* comm_dtype;
+  bool overlap;
+};
+
+json config_for(const Case& c, const Corpus& corpus, const std::string& out_dir) {
+  json j = gossamer::testing::run_json(corpus, c.family, c.optimizer, c.zero_stage, out_dir,
+                                       g_mpi->size());
+  j["parallel"]["comm_dtype"] = c.comm_dtype;
+  j["parallel"]["overlap"] = c.overlap;
+  j["parallel"]["bucket_mb"] = 0.02;  // several buckets of the tiny model (about 0.2 MB)
+  return j;
+}
+
+class DeviceDataParallel : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeviceDataParallel, EqualsTheHostRunBitForBitAndResumes) {
+  const Case c = GetParam();
+  SharedDir dir;
+  if (g_mpi->rank() == 0) gossamer::testing::write_corpus(dir.path(), 500);
+  g_mpi->barrier();
+  const Corpus corpus = gossamer::testing::corpus_in(dir.path());
+  const std::string host_dir = dir.file("host"), dev_dir = dir.file("device"),
+                    resumed_dir = dir.file("resumed");
+  ASSERT_EQ(gossamer::testing::train_with(config_for(c, corpus, host_dir), nullptr), 0);
+  ASSERT_EQ(gossamer::testing::train_with(config_for(c, corpus, dev_dir), &guarded_device_ops(), "",
+                                          guarded_buffers),
+            0);
+  if (g_mpi->rank() == 0) {
+    const std::vector<json> host = gossamer::testing::metrics_of(host_dir),
+                            dev = gossamer::testing::metrics_of(dev_dir);
+    ASSERT_EQ(host.size(), dev.size());
+    ASSERT_GE(host.size(), 9u);  // 6 steps and 3 evaluations
+    int64_t bytes = 0;
+    for (size_t i = 0; i < host.size(); ++i) {
+      EXPECT_EQ(host[i], dev[i]) << "metrics line " << i;
+      bytes += host[i].value("bytes_sent", int64_t{0});
+    }
+    EXPECT_GT(bytes, 0);  // the gradients did travel
+    for (const char* step : {"step_00000003", "step_00000006"})
+      gossamer::testing::expect_same_checkpoint(
+          (fs::path(host_dir) / "checkpoints" / step).string(),
+          (fs::path(dev_dir) / "checkpoints" / step).string());
+    // The device resume starts from a copy of the step-3 checkpoint.
+    fs::create_directories(resumed_dir + "/checkpoints");
+    fs::copy(fs::path(dev_dir) / "checkpoints" / "step_00000003",
+             fs::path(resumed_dir) / "checkpoints" / "step_00000003", fs::copy_options::recursive);
+    fs::copy_file(fs::path(dev_dir) / "config.json", fs::path(resumed_dir) / "config.json");
+  }
+  g_mpi->barrier();
+  ASSERT_EQ(gossamer::testing::train_with(config_for(c, corpus, resumed_dir), &guarded_device_ops(),
+                                          resumed_dir, guarded_buffers),
+            0);
+  if (g_mpi->rank() == 0)
+    gossamer::testing::expect_same_checkpoint(
+        (fs::path(host_dir) / "checkpoints" / "step_00000006").string(),
+        (fs::path(resumed_dir) / "checkpoints" / "step_00000006").string());
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, DeviceDataParallel,
+                         ::testing::Values(Case{"gpt2", "adamw", 0, "fp32", true},
+                                           Case{"llama", "adams", 1, "bf16", true},
+                                           Case{"gpt2", "adamw", 2, "bf16", false}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
+                                  std::to_string(i.param.zero_stage) + "_" + i.param.comm_dtype;
+                         });
+
+}  // namespace
+}  // namespace gossamer::comm
+
+int main(int argc, char** argv) {
+  return gossamer::comm::test::run_all_ranks(argc, argv);
+}
