@@ -23,7 +23,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #ifdef GOSSAMER_HAVE_NCCL
-#include "comm/nccl_device.h"
+#include "kernels/cuda/memory.cuh"
 #endif
 
 namespace gossamer::bench {
@@ -33,11 +33,7 @@ using comm::DType;
 using comm::ReduceOp;
 using comm::Work;
 #ifdef GOSSAMER_HAVE_NCCL
-using comm::copy_to_device;
-using comm::copy_to_host;
-using comm::device_alloc;
-using comm::device_fill;
-using comm::device_free;
+const MemoryOps& kDeviceMemory = kernels::cuda::kMemory;  // the payloads of --backend nccl
 #endif
 
 namespace {
@@ -75,7 +71,7 @@ class BenchBuffer {
   BenchBuffer(bool device, size_t bytes) : device_(device), bytes_(bytes) {
     if (device_) {
 #ifdef GOSSAMER_HAVE_NCCL
-      device_ptr_ = device_alloc(bytes);
+      device_ptr_ = kDeviceMemory.alloc(bytes);
 #endif
     } else {
       host_ = HostBuffer<uint8_t>(bytes);
@@ -83,7 +79,7 @@ class BenchBuffer {
   }
   ~BenchBuffer() {
 #ifdef GOSSAMER_HAVE_NCCL
-    if (device_) device_free(device_ptr_);
+    if (device_) kDeviceMemory.free(device_ptr_, bytes_);
 #endif
   }
   BenchBuffer(const BenchBuffer&) = delete;
@@ -98,7 +94,7 @@ class BenchBuffer {
       return;
     }
 #ifdef GOSSAMER_HAVE_NCCL
-    device_fill(device_ptr_, 0, bytes);
+    kDeviceMemory.zero(device_ptr_, bytes);
 #endif
   }
   // Host view for filling and checking: the buffer itself, or `staging` copied to / from it.
@@ -107,13 +103,13 @@ class BenchBuffer {
   }
   void upload(const uint8_t* staging, size_t bytes) {
 #ifdef GOSSAMER_HAVE_NCCL
-    if (device_) copy_to_device(device_ptr_, staging, bytes);
+    if (device_) kDeviceMemory.upload(device_ptr_, staging, bytes);
 #endif
     (void)staging, (void)bytes;
   }
   void download(uint8_t* staging, size_t bytes) {
 #ifdef GOSSAMER_HAVE_NCCL
-    if (device_) copy_to_host(staging, device_ptr_, bytes);
+    if (device_) kDeviceMemory.download(staging, device_ptr_, bytes);
 #endif
     (void)staging, (void)bytes;
   }

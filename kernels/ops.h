@@ -58,6 +58,7 @@ struct BasicOpTable {
   void (*add)(Real* out, const Real* a, const Real* b, size_t n);
   void (*accumulate)(Real* dst, const Real* src, size_t n);
   void (*scale)(Real* x, Real s, size_t n);
+  void (*axpy)(Real* y, Real a, const Real* x, size_t n);  // y += a x
   double (*sum_squares)(const Real* x, size_t n);
   // bfloat16 (the upper 16 bits of an fp32) <-> Real: to_bf16 rounds to nearest, ties to
   // even, and keeps NaNs NaN (the rule of comm/bf16.h); from_bf16 is exact.
@@ -82,6 +83,9 @@ struct BasicOpTable {
   void (*adams_update_from_momentum)(Real* param, const uint32_t* pidx, Real* m_last, float* last,
                                      const uint32_t* idx, const Real* m_now, const uint8_t* decay,
                                      size_t k, const AdamStep& step);
+  // The outer Nesterov step of DiLoCo (kernels/cpu/outer_update.h):
+  // m <- mu m + delta; anchor <- anchor - lr (delta + mu m).
+  void (*nesterov_outer)(Real* anchor, Real* m, const Real* delta, Real lr, Real mu, size_t n);
 
   // Calls f(name, entry) for the backend name and every op entry, in declaration order. Lets
   // tests and backends check a table for unset entries and name them.
@@ -108,6 +112,7 @@ struct BasicOpTable {
     f("add", add);
     f("accumulate", accumulate);
     f("scale", scale);
+    f("axpy", axpy);
     f("sum_squares", sum_squares);
     f("to_bf16", to_bf16);
     f("from_bf16", from_bf16);
@@ -118,6 +123,7 @@ struct BasicOpTable {
     f("adams_update", adams_update);
     f("adams_update_indexed", adams_update_indexed);
     f("adams_update_from_momentum", adams_update_from_momentum);
+    f("nesterov_outer", nesterov_outer);
   }
 };
 

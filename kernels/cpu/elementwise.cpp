@@ -38,6 +38,12 @@ void scale(T* x, T s, size_t n) {
 }
 
 template <class T>
+void axpy(T* y, T a, const T* x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+template <class T>
 double sum_squares(const T* x, size_t n) {
   double partial[kSumBlocks];
   const size_t nblocks = n >= kParallelMin ? kSumBlocks : 1;
@@ -84,6 +90,8 @@ template void add<float>(float*, const float*, const float*, size_t);
 template void add<double>(double*, const double*, const double*, size_t);
 template void accumulate<float>(float*, const float*, size_t);
 template void accumulate<double>(double*, const double*, size_t);
+template void axpy<float>(float*, float, const float*, size_t);
+template void axpy<double>(double*, double, const double*, size_t);
 template void scale<float>(float*, float, size_t);
 template void scale<double>(double*, double, size_t);
 template double sum_squares<float>(const float*, size_t);

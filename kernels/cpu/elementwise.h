@@ -2,6 +2,7 @@
 //   add:          out = a + b                (assigned; out may alias a or b)
 //   accumulate:   dst += src
 //   scale:        x *= s
+//   axpy:         y += a x
 //   sum_squares:  returns sum x^2, accumulated in double in a fixed order (deterministic for
 //                 a fixed thread count)
 //   to_bf16:      out = bf16(in), nearest with ties to even, NaN kept NaN (double: via float)
@@ -21,6 +22,9 @@ void accumulate(T* dst, const T* src, size_t n);
 
 template <class T>
 void scale(T* x, T s, size_t n);
+
+template <class T>
+void axpy(T* y, T a, const T* x, size_t n);
 
 template <class T>
 double sum_squares(const T* x, size_t n);

@@ -24,6 +24,7 @@ extern const MemoryOps kMemory{.backend = "cpu",
                                .free = host_free,
                                .zero = zero,
                                .upload = copy,
-                               .download = copy};
+                               .download = copy,
+                               .copy = copy};
 
 }  // namespace gossamer::kernels::cpu

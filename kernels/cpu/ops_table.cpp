@@ -12,6 +12,7 @@
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/memory.h"
+#include "kernels/cpu/outer_update.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/swiglu.h"
@@ -45,6 +46,7 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .add = cpu::add<Real>,
       .accumulate = cpu::accumulate<Real>,
       .scale = cpu::scale<Real>,
+      .axpy = cpu::axpy<Real>,
       .sum_squares = cpu::sum_squares<Real>,
       .to_bf16 = cpu::to_bf16<Real>,
       .from_bf16 = cpu::from_bf16<Real>,
@@ -55,6 +57,7 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .adams_update = cpu::adams_update<Real>,
       .adams_update_indexed = cpu::adams_update_indexed<Real>,
       .adams_update_from_momentum = cpu::adams_update_from_momentum<Real>,
+      .nesterov_outer = cpu::nesterov_outer<Real>,
   };
 }
 

@@ -31,6 +31,12 @@ __global__ void scale_kernel(float* x, float s, size_t n) {
     x[i] *= s;
 }
 
+__global__ void axpy_kernel(float* y, float a, const float* x, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] += a * x[i];
+}
+
 // float -> bf16 with comm/bf16.h's rule, on the bits.
 __global__ void to_bf16_kernel(uint16_t* out, const float* in, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -88,6 +94,12 @@ void scale(float* x, float s, size_t n) {
   if (n == 0) return;
   scale_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(x, s, n);
   GOSSAMER_CUDA_LAUNCHED("scale_kernel");
+}
+
+void axpy(float* y, float a, const float* x, size_t n) {
+  if (n == 0) return;
+  axpy_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(y, a, x, n);
+  GOSSAMER_CUDA_LAUNCHED("axpy_kernel");
 }
 
 void to_bf16(uint16_t* out, const float* in, size_t n) {

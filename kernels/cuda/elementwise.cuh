@@ -1,6 +1,7 @@
 // CUDA versions of kernels/cpu/elementwise.h (same formulas, "=" / "+=" rules and aliasing;
 // pointers are device memory, launched on cuda_context's stream()).
 //   add, accumulate, scale: one grid-stride loop each; exact (one float operation per element).
+//   axpy: y += a x, one grid-stride loop (a fused multiply-add where the compiler contracts it).
 //   sum_squares: per-block partial sums in double over a fixed grid (a function of n only),
 //   each block's tree reduction in a fixed order, the partials added on the host in block
 //   order: deterministic for a given n. Synchronises the stream (it returns a host value).
@@ -14,6 +15,7 @@ namespace gossamer::kernels::cuda {
 void add(float* out, const float* a, const float* b, size_t n);
 void accumulate(float* dst, const float* src, size_t n);
 void scale(float* x, float s, size_t n);
+void axpy(float* y, float a, const float* x, size_t n);
 double sum_squares(const float* x, size_t n);
 // bf16 conversions with the CPU op's rule (bit manipulation: exact, the same bits).
 void to_bf16(uint16_t* out, const float* in, size_t n);

@@ -40,6 +40,11 @@ void download(void* host_dst, const void* src, size_t bytes) {
   GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
+void copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()));
+}
+
 }  // namespace
 
 extern const MemoryOps kMemory{.backend = "cuda",
@@ -48,6 +53,7 @@ extern const MemoryOps kMemory{.backend = "cuda",
                                .free = release,
                                .zero = zero,
                                .upload = upload,
-                               .download = download};
+                               .download = download,
+                               .copy = copy};
 
 }  // namespace gossamer::kernels::cuda

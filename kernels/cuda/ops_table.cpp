@@ -12,6 +12,7 @@
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/memory.cuh"
+#include "kernels/cuda/outer_update.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
@@ -42,6 +43,7 @@ constexpr OpTable kCudaOps{
     .add = add,
     .accumulate = accumulate,
     .scale = scale,
+    .axpy = axpy,
     .sum_squares = sum_squares,
     .to_bf16 = to_bf16,
     .from_bf16 = from_bf16,
@@ -52,6 +54,7 @@ constexpr OpTable kCudaOps{
     .adams_update = adams_update,
     .adams_update_indexed = adams_update_indexed,
     .adams_update_from_momentum = adams_update_from_momentum,
+    .nesterov_outer = nesterov_outer,
 };
 
 static_assert(first_unset_op(kCudaOps) == nullptr, "the CUDA op table has an unset entry");

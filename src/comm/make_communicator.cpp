@@ -14,7 +14,7 @@
 #include "core/log.h"
 #ifdef GOSSAMER_HAVE_NCCL
 #include "comm/nccl_communicator.h"
-#include "comm/nccl_device.h"
+#include "kernels/cuda/cuda_context.cuh"
 #endif
 
 namespace gossamer::comm {
@@ -60,7 +60,7 @@ std::unique_ptr<Communicator> make_nccl() {
 
 int visible_gpus() {
 #ifdef GOSSAMER_HAVE_NCCL
-  return cuda_device_count();
+  return kernels::cuda::visible_gpus();
 #else
   return 0;
 #endif

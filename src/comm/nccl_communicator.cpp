@@ -18,11 +18,11 @@
 
 #include "comm/byte_accounting.h"
 #include "comm/mpi_runtime.h"
-#include "comm/nccl_device.h"
 #include "comm/op_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "kernels/cuda/cuda_context.cuh"
 
 namespace gossamer::comm {
 
@@ -105,7 +105,7 @@ class NcclWork final : public WorkState {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator() : runtime_(MpiRuntime::acquire()) {
-    const int gpus = cuda_device_count();
+    const int gpus = kernels::cuda::visible_gpus();
     GOSSAMER_CHECK(gpus > 0, "comm nccl: no GPU is visible (cudaGetDeviceCount)");
     mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm_), "comm nccl: MPI_Comm_dup");
     MPI_Comm_rank(mpi_comm_, &rank_);
@@ -134,7 +134,7 @@ class NcclCommunicator final : public Communicator {
   // Waits for the comm stream (aborting the job past the timeout, as Work::wait() does), then
   // releases NCCL, CUDA and MPI resources.
   ~NcclCommunicator() override {
-    if (cuda_device_count() > 0) {
+    if (kernels::cuda::visible_gpus() > 0) {
       cudaSetDevice(device_);
       cudaEvent_t drained = nullptr;
       if (cudaEventCreateWithFlags(&drained, cudaEventDisableTiming) == cudaSuccess) {

@@ -4,7 +4,8 @@
 // its ops can use (Buffer<T>, core/buffer.h) and move data to and from them explicitly.
 // Invariants: alloc returns zero-filled memory or throws gossamer::Error; free never throws;
 // every function accepts 0 bytes; upload / download have completed when they return (after
-// every op issued before them), so the host may reuse its buffer or read the result at once.
+// every op issued before them), so the host may reuse its buffer or read the result at once;
+// zero and copy are ordered with the ops (after those issued before, before those after).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,7 @@ struct MemoryOps {
   void (*zero)(void* p, size_t bytes);
   void (*upload)(void* dst, const void* host_src, size_t bytes);    // host -> this memory
   void (*download)(void* host_dst, const void* src, size_t bytes);  // this memory -> host
+  void (*copy)(void* dst, const void* src, size_t bytes);           // this memory -> this memory
 };
 
 }  // namespace gossamer

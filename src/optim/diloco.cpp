@@ -16,16 +16,14 @@ Diloco::Diloco(const OptimizerSetup& setup)
     : LocalRounds(setup, "diloco", setup.config.diloco.local_steps, "optimizer.diloco.local_steps"),
       outer_lr_(setup.config.diloco.outer_lr),
       outer_momentum_(setup.config.diloco.outer_momentum),
-      anchor_(total_),
-      momentum_(total_),
-      delta_(total_) {
-  std::fill_n(momentum_.data(), total_, 0.0f);
-}
+      anchor_(total_, *ops_.memory),
+      momentum_(total_, *ops_.memory),  // zero-filled
+      delta_(total_, *ops_.memory) {}
 
 void Diloco::on_attach() {
   LocalRounds::on_attach();
   // A fresh run starts every replica and the anchor from the same weights.
-  if (!loaded_) std::memcpy(anchor_.data(), params_.data(), total_ * sizeof(float));
+  if (!loaded_) ops_.memory->copy(anchor_.data(), params_.data(), total_ * sizeof(float));
 }
 
 void Diloco::end_round(int64_t /*round*/) {
@@ -33,8 +31,8 @@ void Diloco::end_round(int64_t /*round*/) {
 }
 
 std::vector<StateTensor> Diloco::outer_state() {
-  return {StateTensor::per_rank("diloco.anchor", anchor_.data(), total_),
-          StateTensor::per_rank("diloco.momentum", momentum_.data(), total_)};
+  return {StateTensor::per_rank("diloco.anchor", anchor_.data(), total_).in(*ops_.memory),
+          StateTensor::per_rank("diloco.momentum", momentum_.data(), total_).in(*ops_.memory)};
 }
 
 size_t Diloco::state_bytes() const {
@@ -44,7 +42,7 @@ size_t Diloco::state_bytes() const {
 bool Diloco::evaluation_weights(std::span<float> out) {
   GOSSAMER_CHECK(out.size() == total_, "diloco: evaluation buffer of %zu, layout %zu", out.size(),
                  total_);
-  std::memcpy(out.data(), anchor_.data(), total_ * sizeof(float));
+  ops_.memory->download(out.data(), anchor_.data(), total_ * sizeof(float));
   return true;
 }
 

@@ -31,7 +31,7 @@ class Diloco final : public LocalRounds {
   std::vector<StateTensor> outer_state() override;
 
   double outer_lr_, outer_momentum_;
-  HostBuffer<float> anchor_, momentum_, delta_;
+  Buffer<float> anchor_, momentum_, delta_;  // in the op table's memory
 };
 
 }  // namespace gossamer::optim

@@ -40,6 +40,8 @@ class Gasloc final : public LocalRounds {
   bool replicas_identical_now() const override;
   size_t state_bytes() const override;
   bool evaluation_weights(std::span<float> out) override;
+  // Its outer step and mixing loops run on the host (docs/CUDA.md).
+  bool supports_device_memory() const override { return false; }
 
  private:
   void on_attach() override;

@@ -42,18 +42,18 @@ std::vector<StateTensor> LocalAdamW::state() {
     t.layout = nullptr;
     s.push_back(std::move(t));
   }
-  float* replica = params_.data();
-  if (!attached()) {
+  if (attached()) {
+    s.push_back(StateTensor::per_rank("local.params", params_.data(), total_).in(*ops_.memory));
+  } else {  // loading before attach: staged on the host until on_attach
     if (replica_.size() == 0) replica_ = HostBuffer<float>(total_);
-    replica = replica_.data();
+    s.push_back(StateTensor::per_rank("local.params", replica_.data(), total_));
   }
-  s.push_back(StateTensor::per_rank("local.params", replica, total_));
   return s;
 }
 
 void LocalAdamW::on_attach() {
   if (!loaded_) return;  // a fresh run: every replica starts from the same weights
-  std::memcpy(params_.data(), replica_.data(), total_ * sizeof(float));
+  ops_.memory->upload(params_.data(), replica_.data(), total_ * sizeof(float));
   replica_ = HostBuffer<float>();
 }
 
@@ -65,12 +65,16 @@ bool LocalAdamW::evaluation_weights(std::span<float> out) {
 void LocalAdamW::average_replicas(std::span<float> out) {
   GOSSAMER_CHECK(out.size() == total_, "%s: evaluation buffer of %zu, layout %zu", name(),
                  out.size(), total_);
-  std::copy(params_.begin(), params_.end(), out.begin());
-  const int world = world_;
-  if (world > 1) {
-    comm_.all_reduce(out.data(), total_, comm::DType::F32, comm::ReduceOp::SUM).wait();
-    ops_.scale(out.data(), float(1.0 / world), total_);
+  // Summed where the buffers live: in `out` on host memory, in a scratch buffer on a device.
+  const bool host = ops_.memory->host_accessible;
+  if (!host && average_.size() == 0) average_ = Buffer<float>(total_, *ops_.memory);
+  float* sum = host ? out.data() : average_.data();
+  ops_.memory->copy(sum, params_.data(), total_ * sizeof(float));
+  if (world_ > 1) {
+    comm_.all_reduce(sum, total_, comm::DType::F32, comm::ReduceOp::SUM).wait();
+    ops_.scale(sum, float(1.0 / world_), total_);
   }
+  if (!host) ops_.memory->download(out.data(), sum, total_ * sizeof(float));
 }
 
 }  // namespace gossamer::optim

@@ -31,6 +31,8 @@ class LocalAdamW : public ShardedOptimizer {
   void state_loaded() override { loaded_ = true; }
   size_t state_bytes() const override { return rule_->state_bytes(); }
   bool evaluation_weights(std::span<float> out) override;
+  // Its replica, state and outer buffers live in the op table's memory.
+  bool supports_device_memory() const override { return true; }
 
  protected:
   void on_attach() override;
@@ -39,6 +41,7 @@ class LocalAdamW : public ShardedOptimizer {
 
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<float> replica_;  // a checkpoint's replica, until attach() copies it in
+  Buffer<float> average_;      // device memory: the average's scratch, from the first evaluation
   bool loaded_ = false;
 };
 

@@ -40,22 +40,16 @@ StepResult LocalRounds::step(const StepContext& ctx) {
 void LocalRounds::nesterov_on_mean(float* anchor, float* momentum, float* scratch, double lr,
                                    double mu) {
   float* x = params_.data();
-  float* m = momentum;
   float* delta = scratch;
-  const size_t n = total_;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) delta[i] = anchor[i] - x[i];
+  const size_t n = total_, bytes = n * sizeof(float);
+  ops_.memory->copy(delta, anchor, bytes);
+  ops_.axpy(delta, -1.0f, x, n);  // anchor - x, exactly
   if (world_ > 1) {
     comm_.all_reduce(delta, n, comm::DType::F32, comm::ReduceOp::SUM).wait();
     ops_.scale(delta, float(1.0 / world_), n);
   }
-  const float lr_f = float(lr), mu_f = float(mu);
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    m[i] = mu_f * m[i] + delta[i];
-    anchor[i] -= lr_f * (delta[i] + mu_f * m[i]);
-    x[i] = anchor[i];
-  }
+  ops_.nesterov_outer(anchor, momentum, delta, float(lr), float(mu), n);
+  ops_.memory->copy(x, anchor, bytes);
 }
 
 std::vector<StateTensor> LocalRounds::state() {

@@ -45,7 +45,7 @@ class LocalRounds : public LocalAdamW {
 
   // DiLoCo's outer round (diloco.h): delta = anchor - x into `scratch`, averaged over the ranks
   // by one all-reduce, m <- mu m + delta, anchor <- anchor - lr (delta + mu m), x <- anchor.
-  // Every array is layout-sized.
+  // Every array is layout-sized and in the op table's memory.
   void nesterov_on_mean(float* anchor, float* momentum, float* scratch, double lr, double mu);
 
   const char* name_;

@@ -296,7 +296,7 @@ void TrainingRun::check_device_support() const {
   const std::string device = std::string(enum_name(config_.kernels.device));
   GOSSAMER_CHECK(optimizer_->supports_device_memory(),
                  "optimizer.name = \"%s\" does not run with kernels.device = %s yet (its state or "
-                 "loops are on the host: docs/CUDA.md); adamw and adams do",
+                 "loops are on the host: docs/CUDA.md); adamw, adams, local_adamw and diloco do",
                  optimizer_->name(), device.c_str());
   log_info("device buffers: the model, its gradients and the optimizer's state in %s memory%s%s",
            ops_.memory->backend, world_ > 1 ? ", between the ranks over " : "",
@@ -469,15 +469,20 @@ template <class Fn>
 void TrainingRun::with_evaluation_weights(Fn&& fn) {
   const bool swap =
       evaluation_weights_.size() > 0 && optimizer_->evaluation_weights(evaluation_weights_.span());
-  std::span<float> params = model_->params();
-  if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
+  // In place on host memory; on device memory through a read-back and an upload.
+  const auto exchange = [this] {
+    model::HostParamsEdit params(*model_, /*read_first=*/true);
+    std::swap_ranges(params.span().begin(), params.span().end(), evaluation_weights_.data());
+    params.commit();
+  };
+  if (swap) exchange();
   try {
     fn();
   } catch (...) {
-    if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
+    if (swap) exchange();
     throw;
   }
-  if (swap) std::swap_ranges(params.begin(), params.end(), evaluation_weights_.data());
+  if (swap) exchange();
 }
 
 std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
@@ -488,11 +493,12 @@ std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
   // This rank's replica alone, on the windows the ranks share out for the average's loss.
   const eval::EvalResult own = eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_,
                                               tokens_.data(), targets_.data(), nullptr);
-  std::span<const float> x = model_->params();
+  const model::HostParamsView replica(*model_);  // read back from device memory
+  std::span<const float> x = replica.span();
   float* mean = evaluation_weights_.data();  // scratch until the evaluation weights are written
   std::copy(x.begin(), x.end(), mean);
   comm_.all_reduce(mean, x.size(), comm::DType::F32, comm::ReduceOp::SUM).wait();
-  ops_.scale(mean, float(1.0 / world_), x.size());
+  kernels::cpu_ops().scale(mean, float(1.0 / world_), x.size());  // host memory
   double d2 = 0, m2 = 0;
 #pragma omp parallel for reduction(+ : d2, m2) schedule(static)
   for (size_t i = 0; i < x.size(); ++i) {

@@ -30,6 +30,7 @@
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/outer_update.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/swiglu.cuh"
@@ -320,6 +321,17 @@ inline void scale(float* x, float v, size_t n) {
   k::scale(s(x, n), v, n);
   s.finish();
 }
+inline void axpy(float* y, float a, const float* x, size_t n) {
+  Stager s("axpy");
+  k::axpy(s(y, n), a, s(x, n), n);
+  s.finish();
+}
+inline void nesterov_outer(float* anchor, float* m, const float* delta, float lr, float mu,
+                           size_t n) {
+  Stager s("nesterov_outer");
+  k::nesterov_outer(s(anchor, n), s(m, n), s(delta, n), lr, mu, n);
+  s.finish();
+}
 inline double sum_squares(const float* x, size_t n) {
   Stager s("sum_squares");
   const double r = k::sum_squares(s(x, n), n);
@@ -371,6 +383,8 @@ inline kernels::OpTable cuda_staged_ops() {
   t.add = staged::add;
   t.accumulate = staged::accumulate;
   t.scale = staged::scale;
+  t.axpy = staged::axpy;
+  t.nesterov_outer = staged::nesterov_outer;
   t.sum_squares = staged::sum_squares;
   t.to_bf16 = staged::to_bf16;
   t.from_bf16 = staged::from_bf16;

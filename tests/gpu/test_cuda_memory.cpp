@@ -1,6 +1,7 @@
 // The CUDA backend's memory (kernels/cuda/memory.cuh) through Buffer<T>: zero-filled on
-// allocation, uploads and read-backs at an offset, zero(), an empty buffer, and the copies
-// ordered after a kernel on the ops' stream. Without a GPU every test is SKIPPED, never passed.
+// allocation, uploads and read-backs at an offset, zero(), an empty buffer, copy() on the
+// device, and the copies ordered after a kernel on the ops' stream. Without a GPU every test is
+// SKIPPED, never passed.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -42,6 +43,16 @@ TEST(CudaMemory, BufferZeroFilledRoundTripsAndZero) {
   Buffer<float> empty(0, k::kMemory);
   EXPECT_EQ(empty.data(), nullptr);
   empty.zero();
+  // copy: device to device, ordered after the ops before it (the scale) and before the read.
+  Buffer<float> c(1000, k::kMemory);
+  b.upload(in.data(), in.size(), 7);
+  k::scale(b.data() + 7, 4.0f, 1000);
+  k::kMemory.copy(c.data(), b.data() + 7, 1000 * sizeof(float));
+  k::kMemory.copy(c.data(), b.data(), 0);  // 0 bytes: nothing
+  c.download(out.data(), out.size());
+  wrong = 0;
+  for (size_t i = 0; i < in.size(); ++i) wrong += out[i] != in[i] * 4.0f;
+  EXPECT_EQ(wrong, 0u) << "copy()";
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(CudaMisalignedMatmul, CudaMisalignedMatmulTest,
                            return info.param.name;
                          });
 
-// add / accumulate / scale / sum_squares on values k/16 (small k): every result is exact.
+// add / accumulate / scale / axpy / nesterov_outer / sum_squares on values k/16 (small k), with
+// binary-fraction factors: every result is exact.
 TEST(CudaElementwise, Exact) {
   SKIP_WITHOUT_GPU();
   const auto ops = cuda_staged_ops();
@@ -112,6 +113,20 @@ TEST(CudaElementwise, Exact) {
     EXPECT_EQ(wrong_scale, 0u) << "scale, n = " << n;
     EXPECT_EQ(ops.sum_squares(a.data(), n), exact) << "sum_squares, n = " << n;
     EXPECT_TRUE(out.guards_intact() && dst.guards_intact() && x.guards_intact());
+    Guarded<float> y = a, anchor = a, m = b;
+    ops.axpy(y.data(), -0.75f, b.data(), n);
+    ops.nesterov_outer(anchor.data(), m.data(), x.data(), 0.5f, 0.75f, n);  // delta = -0.75 a
+    size_t wrong_axpy = 0, wrong_m = 0, wrong_anchor = 0;
+    for (size_t k = 0; k < n; ++k) {
+      wrong_axpy += y[k] != a[k] - 0.75f * b[k];
+      const float mk = 0.75f * b[k] + x[k];
+      wrong_m += m[k] != mk;
+      wrong_anchor += anchor[k] != a[k] - 0.5f * (x[k] + 0.75f * mk);
+    }
+    EXPECT_EQ(wrong_axpy, 0u) << "axpy, n = " << n;
+    EXPECT_EQ(wrong_m, 0u) << "nesterov_outer m, n = " << n;
+    EXPECT_EQ(wrong_anchor, 0u) << "nesterov_outer anchor, n = " << n;
+    EXPECT_TRUE(y.guards_intact() && anchor.guards_intact() && m.guards_intact());
   }
 }
 

@@ -17,7 +17,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #ifdef GOSSAMER_HAVE_NCCL
-#include "comm/nccl_device.h"
+#include "kernels/cuda/memory.cuh"
 #endif
 
 namespace gossamer::comm::test {
@@ -44,8 +44,8 @@ class CommBuffer {
     init.insert(init.end(), kGuard, kGuardByte);
     if (device_) {
 #ifdef GOSSAMER_HAVE_NCCL
-      base_ = device_alloc(init.size());
-      copy_to_device(base_, init.data(), init.size());
+      base_ = kernels::cuda::kMemory.alloc(init.size());
+      kernels::cuda::kMemory.upload(base_, init.data(), init.size());
 #endif
     } else {
       host_ = std::move(init);
@@ -54,7 +54,7 @@ class CommBuffer {
   }
   ~CommBuffer() {
 #ifdef GOSSAMER_HAVE_NCCL
-    if (device_) device_free(base_);
+    if (device_) kernels::cuda::kMemory.free(base_, bytes_ + 2 * kGuard);
 #endif
   }
   CommBuffer(const CommBuffer&) = delete;
@@ -90,14 +90,14 @@ class CommBuffer {
       return;
     }
 #ifdef GOSSAMER_HAVE_NCCL
-    copy_to_device(dst, src, n);
+    kernels::cuda::kMemory.upload(dst, src, n);
 #endif
   }
   Bytes whole() const {
     if (!device_) return host_;
     Bytes all(bytes_ + 2 * kGuard);
 #ifdef GOSSAMER_HAVE_NCCL
-    copy_to_host(all.data(), base_, all.size());
+    kernels::cuda::kMemory.download(all.data(), base_, all.size());
 #endif
     return all;
   }

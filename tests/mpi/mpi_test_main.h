@@ -16,7 +16,7 @@
 #include "comm/communicator.h"
 #include "core/log.h"
 #ifdef GOSSAMER_HAVE_NCCL
-#include "comm/nccl_device.h"
+#include "kernels/cuda/cuda_context.cuh"
 #endif
 
 namespace gossamer::comm::test {
@@ -55,14 +55,14 @@ inline int run_all_ranks(int argc, char** argv) {
   std::unique_ptr<Communicator> nccl;
 #ifdef GOSSAMER_HAVE_NCCL
   // One GPU per rank of a node, on every node, or no nccl tests (all ranks decide alike).
-  int32_t enough = cuda_device_count() > mpi->local_rank();
+  int32_t enough = kernels::cuda::visible_gpus() > mpi->local_rank();
   mpi->all_reduce(&enough, 1, DType::I32, ReduceOp::MIN).wait();
   if (enough) {
     nccl = make_communicator("nccl", BufferLocation::BUFFER_LOCATION_DEVICE);
     nccl->set_timeout(60);
     g_nccl = nccl.get();
   } else {
-    g_nccl_skip = cuda_device_count() == 0
+    g_nccl_skip = kernels::cuda::visible_gpus() == 0
                       ? "no GPU is visible (cudaGetDeviceCount)"
                       : "fewer visible GPUs than ranks on a node (one GPU per rank needed)";
   }

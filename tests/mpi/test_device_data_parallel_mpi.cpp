@@ -8,8 +8,10 @@
 // world size bit for bit (metrics.jsonl line for line without the timed fields, with each rank's
 // bytes sent; both checkpoints tensor for tensor): DataParallel with AdamW (zero_stage 0, fp32,
 // several buckets overlapped with backward), with AdamS (zero_stage 1, bf16 gradients) and with
-// AdamW (zero_stage 2, bf16, two micro-batches, not overlapped), and a device resume from the
-// step-3 checkpoint ends in the same step-6 checkpoint.
+// AdamW (zero_stage 2, bf16, two micro-batches, not overlapped), DiLoCo (rounds of 2 steps) and
+// local AdamW (independent replicas: each evaluated apart at step 3, the average swapped into
+// the model for the validation loss and the checkpoint), and a device resume from the step-3
+// checkpoint ends in the same step-6 checkpoint.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -103,6 +105,11 @@ TEST_P(DeviceDataParallel, EqualsTheHostRunBitForBitAndResumes) {
       bytes += host[i].value("bytes_sent", int64_t{0});
     }
     EXPECT_GT(bytes, 0);  // the gradients did travel
+    if (std::string(c.optimizer) == "diloco" || std::string(c.optimizer) == "local_adamw") {
+      bool apart = false;  // step 3 is inside a round: each replica evaluated on its own
+      for (const json& line : host) apart |= line.contains("val_loss_replicas");
+      EXPECT_TRUE(apart) << "no evaluation of the replicas apart";
+    }
     for (const char* step : {"step_00000003", "step_00000006"})
       gossamer::testing::expect_same_checkpoint(
           (fs::path(host_dir) / "checkpoints" / step).string(),
@@ -126,7 +133,9 @@ TEST_P(DeviceDataParallel, EqualsTheHostRunBitForBitAndResumes) {
 INSTANTIATE_TEST_SUITE_P(Methods, DeviceDataParallel,
                          ::testing::Values(Case{"gpt2", "adamw", 0, "fp32", true},
                                            Case{"llama", "adams", 1, "bf16", true},
-                                           Case{"gpt2", "adamw", 2, "bf16", false}),
+                                           Case{"gpt2", "adamw", 2, "bf16", false},
+                                           Case{"gpt2", "diloco", 0, "fp32", true},
+                                           Case{"llama", "local_adamw", 0, "fp32", true}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
                                   std::to_string(i.param.zero_stage) + "_" + i.param.comm_dtype;

@@ -48,9 +48,11 @@ inline Corpus write_corpus(const std::string& dir, uint32_t vocab) {
   return c;
 }
 
+// Six steps of two micro-batches per rank, evaluations and checkpoints at steps 3 and 6; DiLoCo
+// with rounds of 2 steps (step 3 is inside a round).
 inline json run_json(const Corpus& corpus, const std::string& family, const std::string& optimizer,
                      int zero_stage, const std::string& out_dir, int world = 1) {
-  return {
+  json j = {
       {"model",
        {{"family", family},
         {"n_layer", 2},
@@ -80,6 +82,8 @@ inline json run_json(const Corpus& corpus, const std::string& family, const std:
       {"kernels", {{"threads", 1}}},
       {"metrics", {{"peak_gflops", 100.0}}},
   };
+  if (optimizer == "diloco") j["optimizer"]["diloco"] = {{"local_steps", 2}};
+  return j;
 }
 
 // Every line of metrics.jsonl without the fields that measure time (the ranks' waits too).

@@ -164,6 +164,12 @@ inline void download(void* dst, const void* src, size_t bytes) {
   Open open;
   std::memcpy(dst, src, bytes);
 }
+inline void copy(void* dst, const void* src, size_t bytes) {
+  require_device(dst, "copy (destination)");
+  require_device(src, "copy (source)");
+  Open open;
+  std::memcpy(dst, src, bytes);
+}
 
 // Every pointer argument of an op must be device memory (or null); values pass.
 template <class T>
@@ -193,6 +199,7 @@ inline const MemoryOps kGuardedDeviceMemory{
     .zero = guarded_detail::zero,
     .upload = guarded_detail::upload,
     .download = guarded_detail::download,
+    .copy = guarded_detail::copy,
 };
 
 // Every entry wraps the CPU op; the table is complete (checked by the caller with
@@ -223,6 +230,7 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(add);
     GOSSAMER_GUARD(accumulate);
     GOSSAMER_GUARD(scale);
+    GOSSAMER_GUARD(axpy);
     GOSSAMER_GUARD(sum_squares);
     GOSSAMER_GUARD(to_bf16);
     GOSSAMER_GUARD(from_bf16);
@@ -233,6 +241,7 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(adams_update);
     GOSSAMER_GUARD(adams_update_indexed);
     GOSSAMER_GUARD(adams_update_from_momentum);
+    GOSSAMER_GUARD(nesterov_outer);
 #undef GOSSAMER_GUARD
     return t;
   }();

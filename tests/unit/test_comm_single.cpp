@@ -21,7 +21,7 @@
 #include "comm/single_communicator.h"
 #include "test_util.h"
 #ifdef GOSSAMER_HAVE_NCCL
-#include "comm/nccl_device.h"
+#include "kernels/cuda/cuda_context.cuh"
 #endif
 
 namespace gossamer::comm {
@@ -398,7 +398,7 @@ TEST(MakeCommunicator, SingleAndErrors) {
   auto automatic = make_communicator("auto", host);
   EXPECT_STREQ(automatic->backend(), "single");
 #else
-  if (cuda_device_count() == 0) {
+  if (gossamer::kernels::cuda::visible_gpus() == 0) {
     expect_error([&] { make_communicator("nccl", device); }, {"parallel.backend", "no GPU"});
     EXPECT_STREQ(make_communicator("auto", host)->backend(), "single");
   }

@@ -116,7 +116,7 @@ TEST_P(DeviceTraining, EqualsTheHostRunBitForBitAndResumes) {
 
 INSTANTIATE_TEST_SUITE_P(Methods, DeviceTraining,
                          ::testing::Values(Case{"gpt2", "adamw", 0}, Case{"llama", "adams", 0},
-                                           Case{"gpt2", "adams", 2}),
+                                           Case{"gpt2", "adams", 2}, Case{"llama", "diloco", 0}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
                                   std::to_string(i.param.zero_stage);
@@ -172,8 +172,11 @@ TEST(DeviceTraining, RefusesWhatDoesNotRunThereYet) {
   const Corpus corpus = gossamer::testing::write_corpus(dir.path(), 500);
   json config = run_json(corpus, "gpt2", "scape", 0, dir.file("scape"));
   gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
-                                  {"optimizer.name = \"scape\"", "kernels.device", "adamw"});
+                                  {"optimizer.name = \"scape\"", "kernels.device", "diloco"});
   EXPECT_FALSE(fs::exists(dir.file("scape") + "/metrics.jsonl"));
+  config = run_json(corpus, "gpt2", "gasloc", 0, dir.file("gasloc"));
+  gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
+                                  {"optimizer.name = \"gasloc\"", "kernels.device"});
 }
 
 TEST(DeviceTraining, KernelsDeviceCudaNeedsABuildWithCudaAndAGpu) {

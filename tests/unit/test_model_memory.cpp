@@ -24,7 +24,7 @@ namespace {
 
 // Host memory that claims not to be: the model must not touch it except through these.
 struct Counts {
-  size_t allocs = 0, zeros = 0, uploads = 0, downloads = 0;
+  size_t allocs = 0, zeros = 0, uploads = 0, downloads = 0, copies = 0;
 } g_counts;
 
 const MemoryOps kPretendDevice{
@@ -37,6 +37,8 @@ const MemoryOps kPretendDevice{
                  size_t bytes) { ++g_counts.uploads, std::memcpy(dst, src, bytes); },
     .download = [](void* dst, const void* src,
                    size_t bytes) { ++g_counts.downloads, std::memcpy(dst, src, bytes); },
+    .copy = [](void* dst, const void* src,
+               size_t bytes) { ++g_counts.copies, std::memcpy(dst, src, bytes); },
 };
 
 TEST(Buffer, ZeroFilledRoundTripsAndMoves) {

@@ -111,6 +111,25 @@ void check_elementwise(const Ops<T>& ops) {
     for (size_t k = 0; k < n; ++k) wrong += x[k] != a[k] * T(-0.75);
     EXPECT_EQ(wrong, 0u) << "scale, n = " << n;
     EXPECT_TRUE(x.guards_intact());
+    Guarded<T> y = a;
+    ops.axpy(y.data(), T(-0.75), b.data(), n);
+    wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += y[k] != a[k] - T(0.75) * b[k];
+    EXPECT_EQ(wrong, 0u) << "axpy, n = " << n;
+    EXPECT_TRUE(y.guards_intact());
+    // The outer Nesterov step: lr and mu are binary fractions, every value exact.
+    Guarded<T> anchor = a, m = b;
+    const Guarded<T> delta = exact_values<T>(n, 3);
+    ops.nesterov_outer(anchor.data(), m.data(), delta.data(), T(0.5), T(0.75), n);
+    size_t wrong_m = 0, wrong_anchor = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const T mk = T(0.75) * b[k] + delta[k];
+      wrong_m += m[k] != mk;
+      wrong_anchor += anchor[k] != a[k] - T(0.5) * (delta[k] + T(0.75) * mk);
+    }
+    EXPECT_EQ(wrong_m, 0u) << "nesterov_outer m, n = " << n;
+    EXPECT_EQ(wrong_anchor, 0u) << "nesterov_outer anchor, n = " << n;
+    EXPECT_TRUE(anchor.guards_intact() && m.guards_intact());
     // sum_squares: every term and partial sum is a multiple of 1/256 below 2^30: exact.
     double exact = 0;
     for (size_t k = 0; k < n; ++k) exact += double(a[k]) * double(a[k]);
