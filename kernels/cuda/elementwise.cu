@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "comm/bf16.h"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
 
@@ -37,18 +38,11 @@ __global__ void axpy_kernel(float* y, float a, const float* x, size_t n) {
     y[i] += a * x[i];
 }
 
-// float -> bf16 with comm/bf16.h's rule, on the bits.
+// float -> bf16 with comm/bf16.h's rule (the same function), on the bits.
 __global__ void to_bf16_kernel(uint16_t* out, const float* in, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t bits = __float_as_uint(in[i]);
-    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
-      out[i] = uint16_t((bits >> 16) | 0x0040u);  // NaN: keep it a (quiet) NaN
-      continue;
-    }
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    out[i] = uint16_t(bits >> 16);
-  }
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = comm::bf16_bits_of(__float_as_uint(in[i]));
 }
 
 __global__ void from_bf16_kernel(float* out, const uint16_t* in, size_t n) {

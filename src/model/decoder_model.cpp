@@ -203,8 +203,10 @@ void DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, 
 }
 
 float DecoderModel::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
+  logits_readable_ = false;
   begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
   forward_logits(B, T);
+  logits_readable_ = targets == nullptr;
   return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
 }
 

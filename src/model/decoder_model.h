@@ -39,6 +39,9 @@ class DecoderModel : public Model {
   int max_batch() const final { return max_B_; }
   int max_seq() const final { return max_T_; }
   const float* logits() const final { return logits_.data(); }
+  size_t readable_logits() const final {
+    return logits_readable_ ? size_t(B_) * size_t(T_) * size_t(Vp_) : 0;
+  }
   const MemoryOps& memory() const final { return *ops_.memory; }
   void zero_grad() final;
 
@@ -104,6 +107,7 @@ class DecoderModel : public Model {
   // The batch of the last forward (buffers sized for max_B_ x max_T_).
   int B_ = 0, T_ = 0;
   bool have_targets_ = false;
+  bool logits_readable_ = false;      // the last forward had no targets
   Buffer<int32_t> tokens_, targets_;  // (B,T)
   Buffer<float> logits_, losses_;     // (B,T,Vp): logits, then probabilities, then dlogits
                                       // (B,T): per-position cross-entropy

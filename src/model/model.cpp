@@ -12,11 +12,10 @@ double flops_per_token(const Model& model, int seq_len) {
 }
 
 void Model::copy_logits_to(size_t offset, std::span<float> out) const {
-  const size_t total =
-      size_t(max_batch()) * size_t(max_seq()) * size_t(config().padded_vocab_resolved());
+  const size_t total = readable_logits();
   GOSSAMER_CHECK(offset <= total && out.size() <= total - offset,
-                 "model: logits %zu..%zu requested, the model holds %zu", offset,
-                 offset + out.size(), total);
+                 "model: logits %zu..%zu requested, the last forward without targets left %zu",
+                 offset, offset + out.size(), total);
   if (!out.empty()) memory().download(out.data(), logits() + offset, out.size() * sizeof(float));
 }
 

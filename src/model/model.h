@@ -42,9 +42,13 @@ class Model {
   virtual float forward(const int32_t* tokens, const int32_t* targets, int B, int T) = 0;
   virtual const float* logits() const = 0;
   // Copies logits() elements [offset, offset + out.size()) to host memory: the explicit read
-  // every backend supports (a plain copy on the CPU). Meaningful after a forward without
-  // targets, whose (B, T, Vp) rows it indexes; throws outside (max_batch, max_seq, Vp).
+  // every backend supports (a plain copy on the CPU). Only after a forward without targets,
+  // whose (B, T, Vp) rows it indexes; throws outside them (a forward with targets leaves
+  // probabilities there, a backward gradients).
   void copy_logits_to(size_t offset, std::span<float> out) const;
+  // Elements of logits() the last forward left as logits: B * T * Vp after a forward without
+  // targets, else 0.
+  virtual size_t readable_logits() const = 0;
   // Where params(), grads() and logits() live: the memory of the op table it was built with.
   virtual const MemoryOps& memory() const = 0;
   virtual void zero_grad() = 0;

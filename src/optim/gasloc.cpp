@@ -41,13 +41,14 @@ Gasloc::Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& 
                  1.0 / degree);
   exact_average_ = topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE &&
                    (graph.gossip_weight == 0 || alpha_ * world_ == 1.0);
+  const MemoryOps& memory = *ops_.memory;
   if (outer_ != OuterUpdate::OUTER_NONE) {
-    anchor_ = HostBuffer<float>(total_);
-    momentum_ = HostBuffer<float>(total_);
-    std::fill_n(momentum_.data(), total_, 0.0f);
+    anchor_ = Buffer<float>(total_, memory);
+    momentum_ = Buffer<float>(total_, memory);  // zero-filled
   }
+  scratch_ = Buffer<float>(total_, memory);
   const int buffers = topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE ? 1 : degree;
-  for (int i = 0; i < buffers && world_ > 1; ++i) received_.emplace_back(total_);
+  for (int i = 0; i < buffers && world_ > 1; ++i) received_.emplace_back(total_, memory);
 }
 
 Replicas Gasloc::replicas() const {
@@ -65,7 +66,7 @@ bool Gasloc::replicas_identical_now() const {
 void Gasloc::on_attach() {
   LocalRounds::on_attach();
   if (!loaded_ && outer_ != OuterUpdate::OUTER_NONE)
-    std::memcpy(anchor_.data(), params_.data(), total_ * sizeof(float));
+    ops_.memory->copy(anchor_.data(), params_.data(), total_ * sizeof(float));
 }
 
 void Gasloc::end_round(int64_t round) {
@@ -83,27 +84,41 @@ void Gasloc::end_round(int64_t round) {
     last_peers_.clear();
     return;
   }
+  const size_t bytes = n * sizeof(float);
   if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV) {  // x <- z, this rank's outer step
-    float* a = anchor_.data();
-    float* m = momentum_.data();
-    const float lr = float(outer_lr_), mu = float(outer_momentum_);
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) {
-      const float delta = a[i] - x[i];
-      m[i] = mu * m[i] + delta;
-      x[i] = a[i] - lr * (delta + mu * m[i]);
-    }
+    float* delta = scratch_.data();
+    ops_.memory->copy(delta, anchor_.data(), bytes);
+    ops_.axpy(delta, -1.0f, x, n);  // anchor - x, exactly
+    // The anchor becomes z (it is replaced by the mix below).
+    ops_.nesterov_outer(anchor_.data(), momentum_.data(), delta, float(outer_lr_),
+                        float(outer_momentum_), n);
+    ops_.memory->copy(x, anchor_.data(), bytes);
     mix(round, nullptr);
   } else if (outer_ == OuterUpdate::OUTER_ZIJ_LITERAL) {  // x <- y = a + lr (x - a)
-    const float* a = anchor_.data();
-    const float lr = float(outer_lr_);
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) x[i] = a[i] + lr * (x[i] - a[i]);
+    ops_.axpy(x, -1.0f, anchor_.data(), n);
+    ops_.scale(x, float(outer_lr_), n);
+    ops_.axpy(x, 1.0f, anchor_.data(), n);
     mix(round, momentum_.data());
   } else {
     mix(round, nullptr);
   }
-  if (outer_ != OuterUpdate::OUTER_NONE) std::memcpy(anchor_.data(), x, n * sizeof(float));
+  if (outer_ != OuterUpdate::OUTER_NONE) ops_.memory->copy(anchor_.data(), x, bytes);
+}
+
+void Gasloc::combine(float own, float w, const std::vector<const float*>& in, float* y_prev,
+                     float gamma) {
+  float* x = params_.data();
+  float* acc = scratch_.data();
+  const size_t n = total_, bytes = n * sizeof(float);
+  ops_.memory->copy(acc, x, bytes);
+  ops_.scale(acc, own, n);
+  for (const float* v : in) ops_.axpy(acc, w, v, n);
+  if (y_prev) {
+    ops_.axpy(y_prev, -1.0f, x, n);       // y_prev - x
+    ops_.axpy(acc, -gamma, y_prev, n);    // + gamma (x - y_prev)
+    ops_.memory->copy(y_prev, x, bytes);  // this round's y for the next
+  }
+  ops_.memory->copy(x, acc, bytes);
 }
 
 void Gasloc::mix(int64_t round, float* y_prev) {
@@ -117,22 +132,17 @@ void Gasloc::mix(int64_t round, float* y_prev) {
     last_degree_ = 0;
   } else if (topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE) {
     float* sum = received_[0].data();
-    std::memcpy(sum, x, n * sizeof(float));
+    ops_.memory->copy(sum, x, n * sizeof(float));
     comm_.all_reduce(sum, n, comm::DType::F32, comm::ReduceOp::SUM).wait();
     last_degree_ = world_ - 1;
     if (exact_average_ && y_prev == nullptr) {  // the mean, as DiLoCo averages
       ops_.scale(sum, float(1.0 / world_), n);
-      std::memcpy(x, sum, n * sizeof(float));
+      ops_.memory->copy(x, sum, n * sizeof(float));
       return;
     }
     const float own = exact_average_ ? 0.0f : float(1.0 - alpha_ * world_);
     const float w = exact_average_ ? float(1.0 / world_) : alpha;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) {
-      const float y = x[i];
-      x[i] = own * y + w * sum[i] + gamma * (y - (y_prev ? y_prev[i] : y));
-      if (y_prev) y_prev[i] = y;
-    }
+    combine(own, w, {sum}, y_prev, gamma);
     return;
   } else {
     // Every exchange of the round at once: a late peer delays only the exchanges with it.
@@ -148,28 +158,17 @@ void Gasloc::mix(int64_t round, float* y_prev) {
     last_degree_ = int(sources.size());
   }
   const int degree = last_degree_;
-  const float own = float(1.0 - alpha_ * degree);
   std::vector<const float*> in;
   for (int e = 0; e < degree; ++e) in.push_back(received_[size_t(e)].data());
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    const float y = x[i];
-    float acc = own * y;
-    for (int e = 0; e < degree; ++e) acc += alpha * in[size_t(e)][i];
-    if (y_prev) {
-      acc += gamma * (y - y_prev[i]);
-      y_prev[i] = y;
-    }
-    x[i] = acc;
-  }
+  combine(float(1.0 - alpha_ * degree), alpha, in, y_prev, gamma);
 }
 
 std::vector<StateTensor> Gasloc::outer_state() {
   if (outer_ == OuterUpdate::OUTER_NONE) return {};
   const char* second =
       outer_ == OuterUpdate::OUTER_MIXED_NESTEROV ? "gasloc.momentum" : "gasloc.y_prev";
-  return {StateTensor::per_rank("gasloc.anchor", anchor_.data(), total_),
-          StateTensor::per_rank(second, momentum_.data(), total_)};
+  return {StateTensor::per_rank("gasloc.anchor", anchor_.data(), total_).in(*ops_.memory),
+          StateTensor::per_rank(second, momentum_.data(), total_).in(*ops_.memory)};
 }
 
 size_t Gasloc::state_bytes() const {

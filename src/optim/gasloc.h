@@ -40,8 +40,6 @@ class Gasloc final : public LocalRounds {
   bool replicas_identical_now() const override;
   size_t state_bytes() const override;
   bool evaluation_weights(std::span<float> out) override;
-  // Its outer step and mixing loops run on the host (docs/CUDA.md).
-  bool supports_device_memory() const override { return false; }
 
  private:
   void on_attach() override;
@@ -51,14 +49,18 @@ class Gasloc final : public LocalRounds {
   // Replaces params_ (this rank's vector to mix) by its mix with the round's peers; `keep`,
   // when given, receives the vector before mixing (zij_literal's y).
   void mix(int64_t round, float* keep);
+  // x <- own x + w sum_e in[e] + gamma (x - y_prev), y_prev <- x (when given), through ops.
+  void combine(float own, float w, const std::vector<const float*>& in, float* y_prev, float gamma);
 
   GossipTopology topology_;
   double alpha_;
   OuterUpdate outer_;
   double outer_lr_, outer_momentum_;
   bool exact_average_;  // complete graph with alpha = 1 / world: the mean, as DiLoCo computes it
-  HostBuffer<float> anchor_, momentum_;      // momentum: m (mixed_nesterov) or y_prev (zij_literal)
-  std::vector<HostBuffer<float>> received_;  // one per exchange of the largest round
+  // In the op table's memory. momentum: m (mixed_nesterov) or y_prev (zij_literal); scratch:
+  // the pseudo-gradient, then the mix being summed.
+  Buffer<float> anchor_, momentum_, scratch_;
+  std::vector<Buffer<float>> received_;  // one per exchange of the largest round
   int last_degree_ = 0;
   std::vector<int> last_peers_;
 };

@@ -296,7 +296,8 @@ void TrainingRun::check_device_support() const {
   const std::string device = std::string(enum_name(config_.kernels.device));
   GOSSAMER_CHECK(optimizer_->supports_device_memory(),
                  "optimizer.name = \"%s\" does not run with kernels.device = %s yet (its state or "
-                 "loops are on the host: docs/CUDA.md); adamw, adams, local_adamw and diloco do",
+                 "loops are on the host: docs/CUDA.md); adamw, adams, local_adamw, diloco, gasloc "
+                 "and gossip do",
                  optimizer_->name(), device.c_str());
   log_info("device buffers: the model, its gradients and the optimizer's state in %s memory%s%s",
            ops_.memory->backend, world_ > 1 ? ", between the ranks over " : "",
@@ -613,11 +614,13 @@ int run_training(RunConfig config, const TrainStart& start) {
   config.parallel.validate();
   const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
   // The control communicator, on host memory: losses, flags, norms and checkpoint state, and
-  // on the CPU the gradients and weights too. With kernels.device = cuda parallel.backend names
-  // the buffers' backend (nccl), so the host values take what a launcher implies (mpi).
-  std::unique_ptr<comm::Communicator> comm =
-      comm::make_communicator(cuda ? comm::Backend::BACKEND_AUTO : config.parallel.backend,
-                              comm::BufferLocation::BUFFER_LOCATION_HOST);
+  // on the CPU the gradients and weights too. With kernels.device = cuda, parallel.backend =
+  // "nccl" names the buffers' backend, and the host values take what a launcher implies (mpi);
+  // any other backend is asked of both (the buffers' refuses mpi: make_buffer_communicator).
+  const bool nccl_for_buffers = cuda && config.parallel.backend == comm::Backend::BACKEND_NCCL;
+  std::unique_ptr<comm::Communicator> comm = comm::make_communicator(
+      nccl_for_buffers ? comm::Backend::BACKEND_AUTO : config.parallel.backend,
+      comm::BufferLocation::BUFFER_LOCATION_HOST);
   log_set_rank(comm->rank());
   comm->set_timeout(config.parallel.timeout_s);
   std::unique_ptr<comm::Communicator> buffers;  // device memory at several ranks only

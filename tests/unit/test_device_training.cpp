@@ -174,9 +174,9 @@ TEST(DeviceTraining, RefusesWhatDoesNotRunThereYet) {
   gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
                                   {"optimizer.name = \"scape\"", "kernels.device", "diloco"});
   EXPECT_FALSE(fs::exists(dir.file("scape") + "/metrics.jsonl"));
-  config = run_json(corpus, "gpt2", "gasloc", 0, dir.file("gasloc"));
+  config = run_json(corpus, "gpt2", "smet", 0, dir.file("smet"));
   gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
-                                  {"optimizer.name = \"gasloc\"", "kernels.device"});
+                                  {"optimizer.name = \"smet\"", "kernels.device"});
 }
 
 TEST(DeviceTraining, KernelsDeviceCudaNeedsABuildWithCudaAndAGpu) {

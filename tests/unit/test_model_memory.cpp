@@ -111,4 +111,28 @@ TEST(ModelMemory, DevicePathsEqualTheHostPathsBitForBit) {
   }
 }
 
+// copy_logits_to reads only what the last forward left as logits: the rows of a forward without
+// targets, nothing after a forward with targets (probabilities) or a backward (gradients).
+TEST(ModelMemory, LogitsAreReadableOnlyAsTheLastForwardLeftThem) {
+  model::ModelConfig cfg;
+  cfg.n_layer = 1, cfg.n_head = 2, cfg.d_model = 16, cfg.vocab_size = 61, cfg.max_seq_len = 8;
+  auto m = model::make_model(cfg, 2, 8, kernels::cpu_ops());
+  m->init_weights(3);
+  const size_t Vp = size_t(cfg.padded_vocab_resolved());
+  std::vector<int32_t> tokens(16, 5), targets(16, 7);
+  std::vector<float> row(Vp);
+  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "before any forward";
+  m->forward(tokens.data(), nullptr, 1, 3);  // 1 x 3 rows of logits
+  m->copy_logits_to(2 * Vp, row);
+  EXPECT_EQ(std::memcmp(row.data(), m->logits() + 2 * Vp, Vp * sizeof(float)), 0);
+  EXPECT_THROW(m->copy_logits_to(3 * Vp, row), Error) << "past the last forward's rows";
+  m->forward(tokens.data(), targets.data(), 2, 8);
+  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "probabilities after a forward with targets";
+  m->zero_grad();
+  m->backward(1.0f);
+  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "gradients after backward";
+  m->forward(tokens.data(), nullptr, 2, 8);
+  m->copy_logits_to(15 * Vp, row);  // the last row of a full batch
+}
+
 }  // namespace
