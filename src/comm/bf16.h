@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <cstring>
 
+#ifndef GOSSAMER_HOST_DEVICE
 #if defined(__CUDACC__)
 #define GOSSAMER_HOST_DEVICE __host__ __device__
 #else
 #define GOSSAMER_HOST_DEVICE
+#endif
 #endif
 
 namespace gossamer::comm {

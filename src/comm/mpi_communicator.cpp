@@ -535,22 +535,8 @@ void MpiCommunicator::check_all_to_all(const InFlight& f, int rc) {
 Work MpiCommunicator::sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
                                     std::span<void* const> recv_bufs, std::span<const int> sources,
                                     DType dtype) {
-  GOSSAMER_CHECK(recv_bufs.size() == sources.size(),
-                 "comm sendrecv_many: %zu sources but %zu receive buffers", sources.size(),
-                 recv_bufs.size());
-  check_buffer(Kind::SENDRECV, send_buf, n, "send_buf");
-  ByteCount bytes;
-  for (int d : dests) {
-    check_peer(Kind::SENDRECV, d, rank_, size_, false);
-    bytes.sent += send_bytes(n, dtype).sent;
-  }
-  for (size_t s = 0; s < sources.size(); ++s) {
-    check_peer(Kind::SENDRECV, sources[s], rank_, size_, false);
-    check_buffer(Kind::SENDRECV, recv_bufs[s], n, "recv_buf");
-    check_disjoint(Kind::SENDRECV, send_buf, n, recv_bufs[s], n, dtype, "send_buf", "recv_buf");
-    bytes.received += recv_bytes(n, dtype).received;
-  }
-  count_call(stats_, Kind::SENDRECV, bytes);
+  count_call(stats_, Kind::SENDRECV,
+             check_sendrecv_many(send_buf, n, dests, recv_bufs, sources, dtype, rank_, size_));
   Op op;
   op.kind = Kind::SENDRECV, op.dtype = dtype, op.in = send_buf, op.n = n;
   op.dests.assign(dests.begin(), dests.end());

@@ -276,6 +276,24 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // Every transfer in one group of ncclSend / ncclRecv: a late peer delays only the exchanges
+  // with it (NCCL matches sends and receives per peer), counted as one call.
+  Work sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                     std::span<void* const> recv_bufs, std::span<const int> sources,
+                     DType dtype) override {
+    count_call(stats_, Kind::SENDRECV,
+               check_sendrecv_many(send_buf, n, dests, recv_bufs, sources, dtype, rank_, size_));
+    return launch(Kind::SENDRECV, n * (dests.size() + sources.size()) * dtype_size(dtype), [&] {
+      nccl_check(ncclGroupStart(), "ncclGroupStart");
+      for (int d : dests)
+        nccl_check(ncclSend(send_buf, n, nccl_type(dtype), d, nccl_, stream_), "ncclSend");
+      for (size_t s = 0; s < sources.size(); ++s)
+        nccl_check(ncclRecv(recv_bufs[s], n, nccl_type(dtype), sources[s], nccl_, stream_),
+                   "ncclRecv");
+      nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    });
+  }
+
   // The part for oneself is a device-to-device copy on the comm stream, then one group of
   // ncclSend / ncclRecv with every peer (zero counts skipped).
   Work all_to_all_v(const void* send, std::span<const size_t> send_counts, void* recv,

@@ -16,7 +16,8 @@ namespace gossamer::comm {
 std::unique_ptr<Communicator> make_nccl_communicator();
 
 // The stream whose earlier work every later operation of `comm` (an nccl communicator) waits
-// for; `stream` is a cudaStream_t (0 = the legacy default stream).
+// for; `stream` is a cudaStream_t (0 = the legacy default stream). Set it again whenever the
+// ops move to another stream (kernels::cuda::set_stream).
 void nccl_set_compute_stream(Communicator& comm, void* stream);
 
 }  // namespace gossamer::comm

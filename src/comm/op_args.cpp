@@ -117,4 +117,25 @@ void check_all_to_all_v(const void* send, std::span<const size_t> send_counts, c
   check_disjoint(kind, send, send_n, recv, recv_n, dtype, "send", "recv");
 }
 
+ByteCount check_sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                              std::span<void* const> recv_bufs, std::span<const int> sources,
+                              DType dtype, int rank, int world) {
+  GOSSAMER_CHECK(recv_bufs.size() == sources.size(),
+                 "comm sendrecv_many: %zu sources but %zu receive buffers", sources.size(),
+                 recv_bufs.size());
+  check_buffer(Kind::SENDRECV, send_buf, n, "send_buf");
+  ByteCount bytes;
+  for (int d : dests) {
+    check_peer(Kind::SENDRECV, d, rank, world, false);
+    bytes.sent += send_bytes(n, dtype).sent;
+  }
+  for (size_t s = 0; s < sources.size(); ++s) {
+    check_peer(Kind::SENDRECV, sources[s], rank, world, false);
+    check_buffer(Kind::SENDRECV, recv_bufs[s], n, "recv_buf");
+    check_disjoint(Kind::SENDRECV, send_buf, n, recv_bufs[s], n, dtype, "send_buf", "recv_buf");
+    bytes.received += recv_bytes(n, dtype).received;
+  }
+  return bytes;
+}
+
 }  // namespace gossamer::comm

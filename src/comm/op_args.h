@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 
+#include "comm/byte_accounting.h"
 #include "comm/communicator.h"
 
 namespace gossamer::comm {
@@ -30,6 +31,12 @@ void check_disjoint(Kind kind, const void* a, size_t a_n, const void* b, size_t 
 void check_sendrecv(const void* send_buf, size_t send_n, int dest, const void* recv_buf,
                     size_t recv_n, int source, DType dtype, int rank, int world);
 
+// sendrecv_many: one receive buffer per source, every peer a valid rank other than oneself,
+// buffers non-null when they hold elements, each receive buffer disjoint from the send buffer.
+// Returns the call's bytes (n elements to every destination, from every source).
+ByteCount check_sendrecv_many(const void* send_buf, size_t n, std::span<const int> dests,
+                              std::span<void* const> recv_bufs, std::span<const int> sources,
+                              DType dtype, int rank, int world);
 // Checks counts (one per rank), buffers and overlap; returns true when the call is in place.
 bool check_reduce_scatter(const void* in, const void* out, std::span<const size_t> counts,
                           DType dtype, int rank, int world);

@@ -29,6 +29,7 @@ class Diloco final : public LocalRounds {
   void on_attach() override;
   void end_round(int64_t round) override;
   std::vector<StateTensor> outer_state() override;
+  float* average_scratch() override { return delta_.data(); }  // free between rounds
 
   double outer_lr_, outer_momentum_;
   Buffer<float> anchor_, momentum_, delta_;  // in the op table's memory

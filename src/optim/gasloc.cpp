@@ -2,7 +2,6 @@
 #include "optim/gasloc.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "optim/gossip_topology.h"
@@ -95,9 +94,11 @@ void Gasloc::end_round(int64_t round) {
     ops_.memory->copy(x, anchor_.data(), bytes);
     mix(round, nullptr);
   } else if (outer_ == OuterUpdate::OUTER_ZIJ_LITERAL) {  // x <- y = a + lr (x - a)
-    ops_.axpy(x, -1.0f, anchor_.data(), n);
-    ops_.scale(x, float(outer_lr_), n);
-    ops_.axpy(x, 1.0f, anchor_.data(), n);
+    float* y = scratch_.data();
+    ops_.axpy(x, -1.0f, anchor_.data(), n);  // x - a
+    ops_.memory->copy(y, anchor_.data(), bytes);
+    ops_.axpy(y, float(outer_lr_), x, n);  // one rounding after the product where contracted
+    ops_.memory->copy(x, y, bytes);
     mix(round, momentum_.data());
   } else {
     mix(round, nullptr);

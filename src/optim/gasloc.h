@@ -45,6 +45,7 @@ class Gasloc final : public LocalRounds {
   void on_attach() override;
   void end_round(int64_t round) override;
   std::vector<StateTensor> outer_state() override;
+  float* average_scratch() override { return scratch_.data(); }  // free between rounds
   void round_metrics(std::vector<std::pair<std::string, double>>& out) const override;
   // Replaces params_ (this rank's vector to mix) by its mix with the round's peers; `keep`,
   // when given, receives the vector before mixing (zij_literal's y).

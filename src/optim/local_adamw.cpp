@@ -52,6 +52,9 @@ std::vector<StateTensor> LocalAdamW::state() {
 }
 
 void LocalAdamW::on_attach() {
+  // Allocated with the rest, not at the first evaluation late in a run.
+  if (!ops_.memory->host_accessible && average_scratch() == nullptr)
+    average_ = Buffer<float>(total_, *ops_.memory);
   if (!loaded_) return;  // a fresh run: every replica starts from the same weights
   ops_.memory->upload(params_.data(), replica_.data(), total_ * sizeof(float));
   replica_ = HostBuffer<float>();
@@ -67,8 +70,7 @@ void LocalAdamW::average_replicas(std::span<float> out) {
                  out.size(), total_);
   // Summed where the buffers live: in `out` on host memory, in a scratch buffer on a device.
   const bool host = ops_.memory->host_accessible;
-  if (!host && average_.size() == 0) average_ = Buffer<float>(total_, *ops_.memory);
-  float* sum = host ? out.data() : average_.data();
+  float* sum = host ? out.data() : average_scratch() ? average_scratch() : average_.data();
   ops_.memory->copy(sum, params_.data(), total_ * sizeof(float));
   if (world_ > 1) {
     comm_.all_reduce(sum, total_, comm::DType::F32, comm::ReduceOp::SUM).wait();

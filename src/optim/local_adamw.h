@@ -38,10 +38,13 @@ class LocalAdamW : public ShardedOptimizer {
   void on_attach() override;
   // Writes the average of the ranks' replicas into out (one all-reduce; a copy at world 1).
   void average_replicas(std::span<float> out);
+  // A layout-sized vector in the op table's memory that average_replicas may overwrite (device
+  // memory only): a method's own scratch, or null for average_, allocated at attach().
+  virtual float* average_scratch() { return nullptr; }
 
   std::unique_ptr<UpdateRule> rule_;
   HostBuffer<float> replica_;  // a checkpoint's replica, until attach() copies it in
-  Buffer<float> average_;      // device memory: the average's scratch, from the first evaluation
+  Buffer<float> average_;      // device memory without average_scratch(): the average's sum
   bool loaded_ = false;
 };
 

@@ -642,6 +642,8 @@ int run_training(RunConfig config, const TrainStart& start) {
                                   : make_buffer_communicator(config.parallel.backend);
       buffers->set_timeout(config.parallel.timeout_s);
     } else {
+      if (nccl_for_buffers)
+        log_info("parallel.backend = nccl: one rank, no buffer leaves this GPU (no NCCL)");
       comm = comm::zip::wrap_with_compression(std::move(comm), config.parallel.zip_options());
       comm->set_timeout(config.parallel.timeout_s);
     }
@@ -651,7 +653,8 @@ int run_training(RunConfig config, const TrainStart& start) {
     throw;  // every rank stops here together; the communicator shuts down normally
   } catch (const Error& e) {
     // One rank failing must not leave the others waiting in a collective.
-    if (comm->size() > 1) comm->abort(1, e.what());
+    // (comm is null when the compression wrapper failed while taking it over.)
+    if (comm && comm->size() > 1) comm->abort(1, e.what());
     throw;
   }
 }

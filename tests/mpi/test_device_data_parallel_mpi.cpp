@@ -12,9 +12,13 @@
 // GASLoC (mixed_nesterov with one peer, zij_literal on the ring) and gossip (the complete graph,
 // not the exact average): the replicas evaluated apart at step 3, inside a round, and the average
 // swapped into the model for the validation loss and the checkpoint; and a device resume from
-// the step-3 checkpoint ends in the same step-6 checkpoint.
+// the step-3 checkpoint ends in the same step-6 checkpoint. On GPUs (every rank of a node with
+// its own GPU, as for the nccl tests; SKIPPED otherwise): kernels.device = cuda over NCCL tracks
+// the CPU run at the same world size, which equals one rank (e2e.test_parallel_equivalence).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -156,6 +160,45 @@ INSTANTIATE_TEST_SUITE_P(Methods, DeviceDataParallel,
                                   std::to_string(i.param.zero_stage) + "_" + i.param.comm_dtype +
                                   i.param.label;
                          });
+
+// The real thing: the CUDA op table and NCCL (one GPU per rank). The same arithmetic on both
+// sides (fp32 compute; the AdamS case sends bf16 gradients on both), so the first step agrees
+// to 1e-4 and the others drift only by summation order: 5e-3, as in gpu.test_cuda_training.
+TEST(DeviceDataParallelOnGpus, NcclRunsTrackTheCpuRuns) {
+  if (g_nccl == nullptr) GTEST_SKIP() << "SKIPPED: no GPU per rank: " << g_nccl_skip;
+  SharedDir dir;
+  if (g_mpi->rank() == 0) gossamer::testing::write_corpus(dir.path(), 500);
+  g_mpi->barrier();
+  const Corpus corpus = gossamer::testing::corpus_in(dir.path());
+  const Case cases[] = {{"gpt2", "adamw", 0, "fp32", true},
+                        {"llama", "adams", 2, "bf16", false},
+                        {"gpt2", "diloco", 0, "fp32", true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.family) + " " + c.optimizer);
+    const std::string host_dir = dir.file(std::string("host-") + c.optimizer),
+                      gpu_dir = dir.file(std::string("gpu-") + c.optimizer);
+    ASSERT_EQ(gossamer::testing::train_with(config_for(c, corpus, host_dir), nullptr), 0);
+    json gpu = config_for(c, corpus, gpu_dir);
+    gpu["kernels"]["device"] = "cuda";
+    gpu.erase("metrics");  // the MFU peak measured on the GPU
+    ASSERT_EQ(gossamer::testing::train_with(gpu, nullptr), 0);
+    if (g_mpi->rank() != 0) continue;
+    const std::vector<json> a = gossamer::testing::metrics_of(host_dir),
+                            b = gossamer::testing::metrics_of(gpu_dir);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].value("step", -1), b[i].value("step", -1)) << "metrics line " << i;
+      for (const char* key : {"loss", "grad_norm", "val_loss"}) {
+        ASSERT_EQ(a[i].contains(key), b[i].contains(key)) << "metrics line " << i << ": " << key;
+        if (!a[i].contains(key)) continue;
+        const double x = a[i][key].get<double>(), y = b[i][key].get<double>();
+        const double tol = a[i].value("step", 0) <= 1 ? 1e-4 : 5e-3;
+        EXPECT_LE(std::fabs(x - y), tol * std::max(1.0, std::fabs(x)))
+            << "metrics line " << i << ": " << key << " " << x << " (CPU) vs " << y << " (GPU)";
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace gossamer::comm

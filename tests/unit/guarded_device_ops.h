@@ -167,6 +167,12 @@ inline void download(void* dst, const void* src, size_t bytes) {
 inline void copy(void* dst, const void* src, size_t bytes) {
   require_device(dst, "copy (destination)");
   require_device(src, "copy (source)");
+  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  if (bytes > 0 && d < s + bytes && s < d + bytes) {  // undefined for cudaMemcpyAsync
+    std::fprintf(stderr, "guarded device memory: copy of overlapping ranges\n");
+    std::fflush(stderr);
+    _exit(kHostTouchExitCode);
+  }
   Open open;
   std::memcpy(dst, src, bytes);
 }
