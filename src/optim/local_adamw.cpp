@@ -70,7 +70,8 @@ void LocalAdamW::average_replicas(std::span<float> out) {
                  out.size(), total_);
   // Summed where the buffers live: in `out` on host memory, in a scratch buffer on a device.
   const bool host = ops_.memory->host_accessible;
-  float* sum = host ? out.data() : average_scratch() ? average_scratch() : average_.data();
+  float* sum = out.data();
+  if (!host) sum = average_scratch() ? average_scratch() : average_.data();
   ops_.memory->copy(sum, params_.data(), total_ * sizeof(float));
   if (world_ > 1) {
     comm_.all_reduce(sum, total_, comm::DType::F32, comm::ReduceOp::SUM).wait();

@@ -299,9 +299,8 @@ void TrainingRun::check_device_support() const {
                  "loops are on the host: docs/CUDA.md); adamw, adams, local_adamw, diloco, gasloc "
                  "and gossip do",
                  optimizer_->name(), device.c_str());
-  log_info("device buffers: the model, its gradients and the optimizer's state in %s memory%s%s",
-           ops_.memory->backend, world_ > 1 ? ", between the ranks over " : "",
-           world_ > 1 ? buffers_.backend() : "");
+  log_info("device buffers: the model, its gradients and the optimizer's state in %s memory",
+           ops_.memory->backend);  // the backends between the ranks: log_setup's parallel line
 }
 
 void TrainingRun::check_replica_contract() const {
@@ -616,7 +615,7 @@ int run_training(RunConfig config, const TrainStart& start) {
   // The control communicator, on host memory: losses, flags, norms and checkpoint state, and
   // on the CPU the gradients and weights too. With kernels.device = cuda, parallel.backend =
   // "nccl" names the buffers' backend, and the host values take what a launcher implies (mpi);
-  // any other backend is asked of both (the buffers' refuses mpi: make_buffer_communicator).
+  // any other backend is asked of both (choose_backend refuses mpi for the buffers).
   const bool nccl_for_buffers = cuda && config.parallel.backend == comm::Backend::BACKEND_NCCL;
   std::unique_ptr<comm::Communicator> comm = comm::make_communicator(
       nccl_for_buffers ? comm::Backend::BACKEND_AUTO : config.parallel.backend,
