@@ -58,8 +58,12 @@ struct BasicOpTable {
   void (*add)(Real* out, const Real* a, const Real* b, size_t n);
   void (*accumulate)(Real* dst, const Real* src, size_t n);
   void (*scale)(Real* x, Real s, size_t n);
-  void (*axpy)(Real* y, Real a, const Real* x, size_t n);  // y += a x
+  void (*axpy)(Real* y, Real a, const Real* x, size_t n);           // y += a x
+  void (*axpby)(Real* y, Real a, const Real* x, Real b, size_t n);  // y = b y + a x
   double (*sum_squares)(const Real* x, size_t n);
+  // y += x; returns the sum of the squares of the new y (one pass).
+  double (*accumulate_sum_squares)(Real* y, const Real* x, size_t n);
+  double (*sum)(const Real* x, size_t n);
   // bfloat16 (the upper 16 bits of an fp32) <-> Real: to_bf16 rounds to nearest, ties to
   // even, and keeps NaNs NaN (the rule of comm/bf16.h); from_bf16 is exact.
   void (*to_bf16)(uint16_t* out, const Real* in, size_t n);
@@ -86,6 +90,23 @@ struct BasicOpTable {
   // The outer Nesterov step of DiLoCo (kernels/cpu/outer_update.h):
   // m <- mu m + delta; anchor <- anchor - lr (delta + mu m).
   void (*nesterov_outer)(Real* anchor, Real* m, const Real* delta, Real lr, Real mu, size_t n);
+  // SCAPE's selection (kernels/cpu/sparse_select.h, kernels/cpu/mask_score.h): values at a list
+  // of distinct 32-bit indices, the mask score and the exact top-k with the lower index winning
+  // ties (the result sorted ascending, in device memory like the scores).
+  void (*gather)(Real* out, const Real* x, const uint32_t* idx, size_t k);  // out[j] = x[idx[j]]
+  void (*scatter)(Real* x, const Real* in, const uint32_t* idx, size_t k);  // x[idx[j]] = in[j]
+  void (*scale_at)(Real* x, const uint32_t* idx, size_t k, Real s);  // x[idx[j]] *= s; 0 writes 0
+  void (*mask_score)(Real* out, Real a, const Real* x, Real b, const Real* y, size_t n);
+  void (*age_bonus)(Real* scores, const float* last, Real k, Real now, size_t n);
+  void (*top_k_indices)(const Real* scores, size_t n, size_t k, uint32_t* out);
+  // Dynamic sparse training's block moves (kernels/cpu/block_ops.h): blocks of B elements of a
+  // matrix of n_x, listed by block index, and compact buffers of B elements per listed block.
+  void (*accumulate_blocks)(Real* compact, const Real* x, const int32_t* blocks, size_t n_blocks,
+                            size_t B, size_t n_x);
+  void (*zero_blocks)(Real* x, const int32_t* blocks, size_t n_blocks, size_t B, size_t n_x);
+  void (*block_l1_norms)(double* out, const Real* x, const int32_t* blocks, size_t n_blocks,
+                         size_t B, size_t n_x);
+  void (*increment_clamped)(int32_t* x, size_t n, int32_t cap);  // x = min(x + 1, cap)
 
   // Calls f(name, entry) for the backend name and every op entry, in declaration order. Lets
   // tests and backends check a table for unset entries and name them.
@@ -113,7 +134,10 @@ struct BasicOpTable {
     f("accumulate", accumulate);
     f("scale", scale);
     f("axpy", axpy);
+    f("axpby", axpby);
     f("sum_squares", sum_squares);
+    f("accumulate_sum_squares", accumulate_sum_squares);
+    f("sum", sum);
     f("to_bf16", to_bf16);
     f("from_bf16", from_bf16);
     f("crossentropy_forward", crossentropy_forward);
@@ -124,6 +148,16 @@ struct BasicOpTable {
     f("adams_update_indexed", adams_update_indexed);
     f("adams_update_from_momentum", adams_update_from_momentum);
     f("nesterov_outer", nesterov_outer);
+    f("gather", gather);
+    f("scatter", scatter);
+    f("scale_at", scale_at);
+    f("mask_score", mask_score);
+    f("age_bonus", age_bonus);
+    f("top_k_indices", top_k_indices);
+    f("accumulate_blocks", accumulate_blocks);
+    f("zero_blocks", zero_blocks);
+    f("block_l1_norms", block_l1_norms);
+    f("increment_clamped", increment_clamped);
   }
 };
 

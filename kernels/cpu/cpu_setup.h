@@ -26,7 +26,7 @@ struct KernelsConfig {
   void visit(V& v) {
     v("device", device,
       "where the ops and the model's buffers live (cuda: one GPU per rank, the node-local rank's; "
-      "adamw, adams, diloco, gasloc, gossip, local_adamw for now; NCCL between ranks; "
+      "every optimizer; NCCL between ranks; "
       "docs/CUDA.md)");
     v("gemm", gemm, "CPU matrix-product backend (auto: a fixed per-shape rule, docs/PERF.md)");
     v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");

@@ -44,34 +44,64 @@ void axpy(T* y, T a, const T* x, size_t n) {
 }
 
 template <class T>
-double sum_squares(const T* x, size_t n) {
+void axpby(T* y, T a, const T* x, T b, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (size_t i = 0; i < n; ++i) y[i] = b * y[i] + a * x[i];
+}
+
+namespace {
+
+// sum_squares' order over [i0, i1): 16 explicit lanes of term(i) (in double) rather than `omp
+// simd reduction`, so that the order cannot depend on how the compiler peels the loop for the
+// buffer's alignment.
+template <class F>
+double block_sum(size_t i0, size_t i1, F&& term) {
+  double lane[kLanes] = {};
+  size_t i = i0;
+  for (; i + kLanes <= i1; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] += term(i + j);
+  for (; i < i1; ++i) lane[0] += term(i);
+  double acc = 0.0;
+  for (size_t j = 0; j < kLanes; ++j) acc += lane[j];
+  return acc;
+}
+
+// The sum of term(i) over [0, n) in a fixed number of blocks (a function of n alone), the
+// blocks' sums added in block order.
+template <class F>
+double blocked_sum(size_t n, F&& term) {
   double partial[kSumBlocks];
   const size_t nblocks = n >= kParallelMin ? kSumBlocks : 1;
 #pragma omp parallel for schedule(static) if (nblocks > 1)
-  for (size_t blk = 0; blk < nblocks; ++blk) {
-    const size_t i0 = n * blk / nblocks;
-    const size_t i1 = n * (blk + 1) / nblocks;
-    // Explicit lanes rather than `omp simd reduction`, so that the order cannot depend on how
-    // the compiler peels the loop for the buffer's alignment.
-    double lane[kLanes] = {};
-    size_t i = i0;
-    for (; i + kLanes <= i1; i += kLanes) {
-      for (size_t j = 0; j < kLanes; ++j) {
-        const double v = static_cast<double>(x[i + j]);
-        lane[j] += v * v;
-      }
-    }
-    for (; i < i1; ++i) {
-      const double v = static_cast<double>(x[i]);
-      lane[0] += v * v;
-    }
-    double acc = 0.0;
-    for (size_t j = 0; j < kLanes; ++j) acc += lane[j];
-    partial[blk] = acc;
-  }
+  for (size_t blk = 0; blk < nblocks; ++blk)
+    partial[blk] = block_sum(n * blk / nblocks, n * (blk + 1) / nblocks, term);
   double total = 0.0;
   for (size_t blk = 0; blk < nblocks; ++blk) total += partial[blk];
   return total;
+}
+
+}  // namespace
+
+template <class T>
+double sum_squares(const T* x, size_t n) {
+  return blocked_sum(n, [x](size_t i) {
+    const double v = static_cast<double>(x[i]);
+    return v * v;
+  });
+}
+
+template <class T>
+double accumulate_sum_squares(T* y, const T* x, size_t n) {
+  return blocked_sum(n, [y, x](size_t i) {
+    y[i] += x[i];
+    const double v = static_cast<double>(y[i]);
+    return v * v;
+  });
+}
+
+template <class T>
+double sum(const T* x, size_t n) {
+  return blocked_sum(n, [x](size_t i) { return static_cast<double>(x[i]); });
 }
 
 template <class T>
@@ -94,7 +124,13 @@ template void axpy<float>(float*, float, const float*, size_t);
 template void axpy<double>(double*, double, const double*, size_t);
 template void scale<float>(float*, float, size_t);
 template void scale<double>(double*, double, size_t);
+template void axpby<float>(float*, float, const float*, float, size_t);
+template void axpby<double>(double*, double, const double*, double, size_t);
 template double sum_squares<float>(const float*, size_t);
+template double accumulate_sum_squares<float>(float*, const float*, size_t);
+template double accumulate_sum_squares<double>(double*, const double*, size_t);
+template double sum<float>(const float*, size_t);
+template double sum<double>(const double*, size_t);
 template double sum_squares<double>(const double*, size_t);
 template void to_bf16<float>(uint16_t*, const float*, size_t);
 template void to_bf16<double>(uint16_t*, const double*, size_t);

@@ -3,8 +3,11 @@
 //   accumulate:   dst += src
 //   scale:        x *= s
 //   axpy:         y += a x
+//   axpby:        y = b y + a x
 //   sum_squares:  returns sum x^2, accumulated in double in a fixed order (deterministic for
 //                 a fixed thread count)
+//   accumulate_sum_squares: y += x, and returns the sum of the new y^2 in sum_squares' order
+//   sum:          returns sum x in double, in sum_squares' order
 //   to_bf16:      out = bf16(in), nearest with ties to even, NaN kept NaN (double: via float)
 //   from_bf16:    out = in widened (exact)
 #pragma once
@@ -27,7 +30,16 @@ template <class T>
 void axpy(T* y, T a, const T* x, size_t n);
 
 template <class T>
+void axpby(T* y, T a, const T* x, T b, size_t n);
+
+template <class T>
 double sum_squares(const T* x, size_t n);
+
+template <class T>
+double accumulate_sum_squares(T* y, const T* x, size_t n);
+
+template <class T>
+double sum(const T* x, size_t n);
 
 template <class T>
 void to_bf16(uint16_t* out, const T* in, size_t n);

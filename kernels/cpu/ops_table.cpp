@@ -5,16 +5,19 @@
 #include "kernels/cpu/adams.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/block_ops.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/encoder.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/mask_score.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/memory.h"
 #include "kernels/cpu/outer_update.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/sparse_select.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/ops.h"
 
@@ -47,7 +50,10 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .accumulate = cpu::accumulate<Real>,
       .scale = cpu::scale<Real>,
       .axpy = cpu::axpy<Real>,
+      .axpby = cpu::axpby<Real>,
       .sum_squares = cpu::sum_squares<Real>,
+      .accumulate_sum_squares = cpu::accumulate_sum_squares<Real>,
+      .sum = cpu::sum<Real>,
       .to_bf16 = cpu::to_bf16<Real>,
       .from_bf16 = cpu::from_bf16<Real>,
       .crossentropy_forward = cpu::crossentropy_forward<Real>,
@@ -58,6 +64,16 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .adams_update_indexed = cpu::adams_update_indexed<Real>,
       .adams_update_from_momentum = cpu::adams_update_from_momentum<Real>,
       .nesterov_outer = cpu::nesterov_outer<Real>,
+      .gather = cpu::gather<Real>,
+      .scatter = cpu::scatter<Real>,
+      .scale_at = cpu::scale_at<Real>,
+      .mask_score = cpu::mask_score<Real>,
+      .age_bonus = cpu::age_bonus<Real>,
+      .top_k_indices = cpu::top_k_indices<Real>,
+      .accumulate_blocks = cpu::accumulate_blocks<Real>,
+      .zero_blocks = cpu::zero_blocks<Real>,
+      .block_l1_norms = cpu::block_l1_norms<Real>,
+      .increment_clamped = cpu::increment_clamped,
   };
 }
 

@@ -38,6 +38,12 @@ __global__ void axpy_kernel(float* y, float a, const float* x, size_t n) {
     y[i] += a * x[i];
 }
 
+__global__ void axpby_kernel(float* y, float a, const float* x, float b, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] = b * y[i] + a * x[i];
+}
+
 // float -> bf16 with comm/bf16.h's rule (the same function), on the bits.
 __global__ void to_bf16_kernel(uint16_t* out, const float* in, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -52,14 +58,21 @@ __global__ void from_bf16_kernel(float* out, const uint16_t* in, size_t n) {
 }
 
 // Block b sums x[i]^2 over i = b*kThreads + t + k*(gridDim*kThreads) in thread t, then a tree
-// over the block's threads in a fixed order.
-__global__ void sum_squares_kernel(const float* x, size_t n, double* partial) {
+// over the block's threads in a fixed order. With add (accumulate_sum_squares) x[i] += add[i]
+// first; without square (sum) the terms are x[i].
+__global__ void sum_squares_kernel(float* x, const float* add, bool square, size_t n,
+                                   double* partial) {
   __shared__ double s[kThreads];
   double acc = 0;
   for (size_t i = blockIdx.x * size_t(kThreads) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * kThreads) {
-    const double v = x[i];
-    acc += v * v;
+    float xi = x[i];
+    if (add != nullptr) {
+      xi += add[i];
+      x[i] = xi;
+    }
+    const double v = xi;
+    acc += square ? v * v : v;
   }
   s[threadIdx.x] = acc;
   __syncthreads();
@@ -68,6 +81,21 @@ __global__ void sum_squares_kernel(const float* x, size_t n, double* partial) {
     __syncthreads();
   }
   if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+
+// The sum of the kernel's partials, added on the host in block order.
+double blocked_sum(float* x, const float* add, bool square, size_t n) {
+  if (n == 0) return 0.0;
+  auto* partial = static_cast<double*>(workspace(kSumBlocks * sizeof(double)));
+  sum_squares_kernel<<<kSumBlocks, kThreads, 0, stream()>>>(x, add, square, n, partial);
+  GOSSAMER_CUDA_LAUNCHED("sum_squares_kernel");
+  std::vector<double> host(kSumBlocks);
+  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial, kSumBlocks * sizeof(double),
+                                      cudaMemcpyDeviceToHost, stream()));
+  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  double total = 0;
+  for (double p : host) total += p;
+  return total;
 }
 
 }  // namespace
@@ -108,18 +136,23 @@ void from_bf16(float* out, const uint16_t* in, size_t n) {
   GOSSAMER_CUDA_LAUNCHED("from_bf16_kernel");
 }
 
+void axpby(float* y, float a, const float* x, float b, size_t n) {
+  if (n == 0) return;
+  axpby_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(y, a, x, b, n);
+  GOSSAMER_CUDA_LAUNCHED("axpby_kernel");
+}
+
 double sum_squares(const float* x, size_t n) {
-  if (n == 0) return 0.0;
-  auto* partial = static_cast<double*>(workspace(kSumBlocks * sizeof(double)));
-  sum_squares_kernel<<<kSumBlocks, kThreads, 0, stream()>>>(x, n, partial);
-  GOSSAMER_CUDA_LAUNCHED("sum_squares_kernel");
-  std::vector<double> host(kSumBlocks);
-  GOSSAMER_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial, kSumBlocks * sizeof(double),
-                                      cudaMemcpyDeviceToHost, stream()));
-  GOSSAMER_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  double total = 0;
-  for (double p : host) total += p;
-  return total;
+  // The kernel writes x only when given a second array.
+  return blocked_sum(const_cast<float*>(x), nullptr, true, n);
+}
+
+double accumulate_sum_squares(float* y, const float* x, size_t n) {
+  return blocked_sum(y, x, true, n);
+}
+
+double sum(const float* x, size_t n) {
+  return blocked_sum(const_cast<float*>(x), nullptr, false, n);
 }
 
 }  // namespace gossamer::kernels::cuda

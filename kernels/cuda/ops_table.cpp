@@ -5,16 +5,19 @@
 #include "kernels/cuda/adam.cuh"
 #include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/block_ops.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/mask_score.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/memory.cuh"
 #include "kernels/cuda/outer_update.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/sparse_select.cuh"
 #include "kernels/cuda/swiglu.cuh"
 
 namespace gossamer::kernels::cuda {
@@ -44,7 +47,10 @@ constexpr OpTable kCudaOps{
     .accumulate = accumulate,
     .scale = scale,
     .axpy = axpy,
+    .axpby = axpby,
     .sum_squares = sum_squares,
+    .accumulate_sum_squares = accumulate_sum_squares,
+    .sum = sum,
     .to_bf16 = to_bf16,
     .from_bf16 = from_bf16,
     .crossentropy_forward = crossentropy_forward,
@@ -55,6 +61,16 @@ constexpr OpTable kCudaOps{
     .adams_update_indexed = adams_update_indexed,
     .adams_update_from_momentum = adams_update_from_momentum,
     .nesterov_outer = nesterov_outer,
+    .gather = gather,
+    .scatter = scatter,
+    .scale_at = scale_at,
+    .mask_score = mask_score,
+    .age_bonus = age_bonus,
+    .top_k_indices = top_k_indices,
+    .accumulate_blocks = accumulate_blocks,
+    .zero_blocks = zero_blocks,
+    .block_l1_norms = block_l1_norms,
+    .increment_clamped = increment_clamped,
 };
 
 static_assert(first_unset_op(kCudaOps) == nullptr, "the CUDA op table has an unset entry");

@@ -208,6 +208,12 @@ __global__ void scatter_kernel(float* x, const float* in, const uint32_t* idx, s
     x[idx[j]] = in[j];
 }
 
+__global__ void scale_at_kernel(float* x, const uint32_t* idx, size_t k, float s) {
+  for (size_t j = blockIdx.x * size_t(blockDim.x) + threadIdx.x; j < k;
+       j += size_t(gridDim.x) * blockDim.x)
+    x[idx[j]] = s == 0.0f ? 0.0f : s * x[idx[j]];
+}
+
 // Grid of the tile kernels: a block per tile, up to a cap (grid-stride beyond).
 unsigned tile_grid(size_t tiles) {
   const size_t cap = size_t{65535} * 16;
@@ -266,6 +272,12 @@ void scatter(float* x, const float* in, const uint32_t* idx, size_t k) {
   if (k == 0) return;
   scatter_kernel<<<grid_for(k, kThreads), kThreads, 0, stream()>>>(x, in, idx, k);
   GOSSAMER_CUDA_LAUNCHED("scatter_kernel");
+}
+
+void scale_at(float* x, const uint32_t* idx, size_t k, float s) {
+  if (k == 0) return;
+  scale_at_kernel<<<grid_for(k, kThreads), kThreads, 0, stream()>>>(x, idx, k, s);
+  GOSSAMER_CUDA_LAUNCHED("scale_at_kernel");
 }
 
 }  // namespace gossamer::kernels::cuda

@@ -7,7 +7,8 @@
 //     to it, one block's scan of the tiles' offsets, and a write pass that places each selected
 //     index in index order (ballots and popcounts). Integer counts only: exact and
 //     deterministic; equal to the CPU's indices bit for bit. No host synchronisation.
-//   gather: out[j] = x[idx[j]]; scatter: x[idx[j]] = in[j] (idx distinct).
+//   gather: out[j] = x[idx[j]]; scatter: x[idx[j]] = in[j]; scale_at: x[idx[j]] *= s, s == 0
+//     writing +0 (idx distinct; the CPU's kernels/cpu/sparse_select.h).
 // Device pointers, cuda_context's stream(); top_k uses cuda_context's workspace. Indices are
 // 32-bit: n must be below 2^32 (the CPU's masks are uint32_t too), and k <= n as on the CPU;
 // gossamer::Error otherwise. Needs sm_80 or newer (__reduce_add_sync).
@@ -21,5 +22,6 @@ namespace gossamer::kernels::cuda {
 void top_k_indices(const float* scores, size_t n, size_t k, uint32_t* out);
 void gather(float* out, const float* x, const uint32_t* idx, size_t k);
 void scatter(float* x, const float* in, const uint32_t* idx, size_t k);
+void scale_at(float* x, const uint32_t* idx, size_t k, float s);
 
 }  // namespace gossamer::kernels::cuda

@@ -123,11 +123,7 @@ void DecoderModel::zero_unrouted_grads() {
 void DecoderModel::route_block_weight_gradients(RoutedGradientHook on_ready) {
   GOSSAMER_CHECK(!routed_hook_, "model: block weight gradients are routed already");
   GOSSAMER_CHECK(on_ready != nullptr, "model: routing block weight gradients needs a hook");
-  // The hook reads the routed gradients on the host (the sharded optimizers' reduce-scatter).
-  GOSSAMER_CHECK(grads_.memory().host_accessible,
-                 "model: routing block weight gradients needs host memory; the %s backend's "
-                 "is not (sharded optimizers on a GPU are not supported yet, docs/CUDA.md)",
-                 grads_.memory().backend);
+  // The hook gets each gradient in the model's memory (the op table's): on a GPU, device memory.
   const auto& views = layout_.views();
   routed_view_.assign(views.size(), false);
   for (size_t i = 0; i < views.size(); ++i) {
@@ -136,7 +132,8 @@ void DecoderModel::route_block_weight_gradients(RoutedGradientHook on_ready) {
         v.offset >= embeddings_begin_)
       continue;
     routed_view_[i] = true;
-    host_release_pages(grads_.data() + v.offset, v.numel * sizeof(float));
+    if (grads_.memory().host_accessible)  // never written: give the pages back
+      host_release_pages(grads_.data() + v.offset, v.numel * sizeof(float));
   }
   // The scratch holds the largest product: a run of routed views one fused matmul writes is
   // at most the longest run of adjacent routed views.

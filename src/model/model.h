@@ -64,10 +64,10 @@ class Model {
   // (PARAM_KIND_WEIGHT views inside blocks.*) are not accumulated in grads(). backward()
   // computes each matrix's gradient (or the few matrices one fused product writes) into a
   // scratch buffer the size of the largest such product, hands every view in it to
-  // `on_ready(view index, gradient)` (valid during the call only) and reuses the scratch for the
-  // next; the block's range still goes to the backward hook afterwards. Their ranges of grads()
-  // are given back to the system (they read as zero and are never written). Call once, before
-  // the first backward.
+  // `on_ready(view index, gradient)` (in the model's memory: device memory on a GPU; valid
+  // during the call only) and reuses the scratch for the next; the block's range still goes to
+  // the backward hook afterwards. Their ranges of grads() are never written, and on host memory
+  // given back to the system (they read as zero). Call once, before the first backward.
   using RoutedGradientHook = std::function<void(size_t view, const float* grad)>;
   virtual void route_block_weight_gradients(RoutedGradientHook on_ready) = 0;
 };

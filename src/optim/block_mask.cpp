@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "kernels/cpu/block_ops.h"
 
 namespace gossamer::optim {
 
@@ -76,28 +76,36 @@ void BlockMask::check(const char* what) const {
   }
 }
 
+std::vector<int32_t> BlockMask::inactive_blocks(size_t k) const {
+  const SparseView& v = views_[k];
+  std::vector<uint8_t> on(v.blocks, 0);
+  for (size_t s = v.slot0; s < v.slot0 + v.active; ++s) on[blocks_[s]] = 1;
+  std::vector<int32_t> off;
+  off.reserve(v.blocks - v.active);
+  for (size_t b = 0; b < v.blocks; ++b)
+    if (!on[b]) off.push_back(int32_t(b));
+  return off;
+}
+
 void BlockMask::zero_inactive(float* params) const {
-  for (const SparseView& v : views_) {
-    std::vector<uint8_t> on(v.blocks, 0);
-    for (size_t s = v.slot0; s < v.slot0 + v.active; ++s) on[blocks_[s]] = 1;
-    float* w = params + v.offset;
-    for (size_t b = 0; b < v.blocks; ++b) {
-      if (on[b]) continue;
-      const size_t begin = b * B_;
-      std::memset(w + begin, 0, std::min(B_, v.numel - begin) * sizeof(float));
-    }
+  for (size_t k = 0; k < views_.size(); ++k) {
+    const std::vector<int32_t> off = inactive_blocks(k);
+    kernels::cpu::zero_blocks(params + views_[k].offset, off.data(), off.size(), B_,
+                              views_[k].numel);
   }
 }
 
-std::vector<size_t> BlockMask::prune_and_regrow(float* params, double fraction, uint64_t seed,
-                                                uint64_t stream) {
-  std::vector<size_t> changed;
+std::vector<BlockMask::ViewChange> BlockMask::prune_and_regrow(std::span<const double> l1,
+                                                               double fraction, uint64_t seed,
+                                                               uint64_t stream) {
+  GOSSAMER_CHECK(l1.size() == blocks_.size(), "block mask: %zu norms for %zu slots", l1.size(),
+                 blocks_.size());
+  std::vector<ViewChange> changes;
   for (size_t k = 0; k < views_.size(); ++k) {
     const SparseView& v = views_[k];
     const size_t keep = std::max<size_t>(1, size_t(std::floor((1.0 - fraction) * v.active)));
     const size_t n = std::min(v.active - std::min(keep, v.active), v.blocks - v.active);
     if (n == 0) continue;
-    float* w = params + v.offset;
     // The n active slots of smallest L1 norm (ties: lower block first), deterministically.
     struct Scored {
       double l1;
@@ -107,35 +115,40 @@ std::vector<size_t> BlockMask::prune_and_regrow(float* params, double fraction, 
     std::vector<Scored> scored(v.active);
     for (size_t j = 0; j < v.active; ++j) {
       const size_t s = v.slot0 + j;
-      const float* x = w + size_t(blocks_[s]) * B_;
-      double l1 = 0;
-      for (size_t i = 0, e = slot_elements(v, s); i < e; ++i) l1 += std::fabs(double(x[i]));
-      scored[j] = {l1, blocks_[s], s};
+      scored[j] = {l1[s], blocks_[s], s};
     }
     const auto smaller = [](const Scored& a, const Scored& b) {
       return a.l1 != b.l1 ? a.l1 < b.l1 : a.block < b.block;
     };
     std::nth_element(scored.begin(), scored.begin() + (n - 1), scored.end(), smaller);
     // The blocks inactive before this update, then n of them at random.
-    std::vector<uint8_t> on(v.blocks, 0);
-    for (size_t s = v.slot0; s < v.slot0 + v.active; ++s) on[blocks_[s]] = 1;
-    std::vector<int32_t> pool;
-    pool.reserve(v.blocks - v.active);
-    for (size_t b = 0; b < v.blocks; ++b)
-      if (!on[b]) pool.push_back(int32_t(b));
+    std::vector<int32_t> pool = inactive_blocks(k);
     Rng rng(seed, stream * 4096 + k);
     sample_front(pool, n, rng);
-    std::vector<size_t> slots(n);
-    for (size_t j = 0; j < n; ++j) slots[j] = scored[j].slot;
-    std::sort(slots.begin(), slots.end());
+    ViewChange change{k, std::vector<size_t>(n), {}};
+    for (size_t j = 0; j < n; ++j) change.slots[j] = scored[j].slot;
+    std::sort(change.slots.begin(), change.slots.end());
+    for (size_t j = 0; j < n; ++j) change.zeroed.push_back(blocks_[change.slots[j]]);  // pruned
     for (size_t j = 0; j < n; ++j) {
-      const size_t s = slots[j];
-      const size_t begin = size_t(blocks_[s]) * B_;
-      std::memset(w + begin, 0, slot_elements(v, s) * sizeof(float));  // pruned
-      blocks_[s] = pool[j];
-      std::memset(w + size_t(pool[j]) * B_, 0, slot_elements(v, s) * sizeof(float));  // regrown
-      changed.push_back(s);
+      blocks_[change.slots[j]] = pool[j];
+      change.zeroed.push_back(pool[j]);  // regrown (inactive weights are zero already)
     }
+    changes.push_back(std::move(change));
+  }
+  return changes;
+}
+
+std::vector<size_t> BlockMask::prune_and_regrow(float* params, double fraction, uint64_t seed,
+                                                uint64_t stream) {
+  std::vector<double> l1(blocks_.size());
+  for (const SparseView& v : views_)
+    kernels::cpu::block_l1_norms(l1.data() + v.slot0, params + v.offset, blocks_.data() + v.slot0,
+                                 v.active, B_, v.numel);
+  std::vector<size_t> changed;
+  for (const ViewChange& c : prune_and_regrow(l1, fraction, seed, stream)) {
+    const SparseView& v = views_[c.k];
+    kernels::cpu::zero_blocks(params + v.offset, c.zeroed.data(), c.zeroed.size(), B_, v.numel);
+    changed.insert(changed.end(), c.slots.begin(), c.slots.end());
   }
   return changed;
 }

@@ -48,14 +48,27 @@ class BlockMask {
 
   // Throws gossamer::Error naming `what` when a view's blocks are out of range or repeated.
   void check(const char* what) const;
-  // Sets the weights of every inactive block to zero.
+  // The inactive blocks of views()[k], in increasing order.
+  std::vector<int32_t> inactive_blocks(size_t k) const;
+  // Sets the weights of every inactive block to zero (host memory; the optimizer does the same
+  // through the op table with inactive_blocks()).
   void zero_inactive(float* params) const;
 
-  // One topology update: in each view, prunes the n = min(active - keep, inactive) active
-  // blocks of smallest L1 norm of `params` (keep = max(1, floor((1 - fraction) x active));
-  // ties by block index) and regrows n blocks drawn uniformly from those inactive before the
-  // update (stream `stream` of `seed`), into the pruned blocks' slots. The pruned blocks'
-  // weights are set to zero, as are the regrown ones' (inactive weights are zero already).
+  // What one topology update changed in views()[k]: its slots that changed (increasing) and the
+  // blocks whose weights must become zero (the pruned ones, then the regrown ones).
+  struct ViewChange {
+    size_t k;
+    std::vector<size_t> slots;
+    std::vector<int32_t> zeroed;
+  };
+  // One topology update from the L1 norm of every slot's block (l1[s], slots() of them): in each
+  // view, prunes the n = min(active - keep, inactive) active blocks of smallest L1 norm (keep =
+  // max(1, floor((1 - fraction) x active)); ties by block index) and regrows n blocks drawn
+  // uniformly from those inactive before the update (stream `stream` of `seed`), into the
+  // pruned blocks' slots. Returns the views that changed, in view order.
+  std::vector<ViewChange> prune_and_regrow(std::span<const double> l1, double fraction,
+                                           uint64_t seed, uint64_t stream);
+  // The same on host memory: the norms of `params`, and the zeroed blocks set to zero there.
   // Returns the slots that changed, in increasing order.
   std::vector<size_t> prune_and_regrow(float* params, double fraction, uint64_t seed,
                                        uint64_t stream);

@@ -108,6 +108,13 @@ void global_to_local(const std::vector<ShardPiece>& pieces, const uint32_t* idx,
   }
 }
 
+// Grows b to n elements when smaller (the mask buffers after loading a denser mask); the
+// contents are not kept.
+template <class T>
+void reserve(Buffer<T>& b, size_t n, const MemoryOps& memory) {
+  if (b.size() < n) b = Buffer<T>(n, memory);
+}
+
 kernels::Accumulated accumulated_kind(ErrorFeedback f) {
   switch (f) {
     case ErrorFeedback::ERROR_FEEDBACK_REPLAY:
@@ -169,22 +176,25 @@ Scape::Scape(const OptimizerSetup& setup)
       local_clip_(reading_b_ || momentum_feedback_) {
   check_modes(setup.parallel.zero_stage);
   const size_t owned = own_.size;
-  m_ = HostBuffer<float>(owned);
-  if (use_residual_) residual_ = HostBuffer<float>(total_);
-  if (reading_b_ || momentum_feedback_) local_m_ = HostBuffer<float>(total_);
+  const MemoryOps& mem = *ops_.memory;
+  m_ = Buffer<float>(owned, mem);
+  if (use_residual_) residual_ = Buffer<float>(total_, mem);
+  if (reading_b_ || momentum_feedback_) local_m_ = Buffer<float>(total_, mem);
   // Reading A starts "unknown" (-1: counted as updated the step before) so that a checkpoint
   // written before it kept update steps still loads; its dense first step sets every entry.
-  last_.assign(owned, reading_b_ ? 0.0f : -1.0f);
+  last_host_.assign(owned, reading_b_ ? 0.0f : -1.0f);
+  last_ = Buffer<float>(owned, mem);
+  last_.upload(last_host_.data(), owned);
   recount_ages();
-  if (sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_FROZEN) den_sq_.assign(owned, 0.0f);
-  if (sc_.stale_momentum) {
-    stale_dir_ = HostBuffer<float>(total_);
-    selected_flag_.assign(total_, 0);
-  }
-  decay_.assign(owned, 0);
+  if (sc_.normaliser == ScapeNormaliser::SCAPE_NORMALISER_FROZEN)
+    den_sq_ = Buffer<float>(owned, mem);
+  if (sc_.stale_momentum) stale_dir_ = Buffer<float>(total_, mem);
+  std::vector<uint8_t> decay(owned, 0);
   for (const OwnedRun& r : owned_runs(setup.layout, own_))
     if (r.decay)
-      std::fill(decay_.begin() + ptrdiff_t(r.local), decay_.begin() + ptrdiff_t(r.local + r.n), 1);
+      std::fill(decay.begin() + ptrdiff_t(r.local), decay.begin() + ptrdiff_t(r.local + r.n), 1);
+  decay_ = Buffer<uint8_t>(owned, mem);
+  decay_.upload(decay.data(), owned);
   if (sc_.mask_per_tensor) {
     tensor_runs_ = tensor_runs_of(setup.layout, own_);
     tensor_sq_.assign(setup.layout.views().size(), 0.0);
@@ -195,13 +205,42 @@ Scape::Scape(const OptimizerSetup& setup)
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
   own_global_ = all_owned_;
   local_to_global(own_.pieces, own_global_.data(), owned);
+  all_owned_dev_ = Buffer<uint32_t>(owned, mem);
+  all_owned_dev_.upload(all_owned_.data(), owned);
+  own_global_dev_ = Buffer<uint32_t>(owned, mem);
+  own_global_dev_.upload(own_global_.data(), owned);
+  scores_ = Buffer<float>(owned, mem);
   if (sharded_) {
     for (int q = 0; q < world_; ++q) rank_pieces_.push_back(shards_->pieces(q));
-    pack_ = HostBuffer<float>(total_);
+    pack_ = Buffer<float>(total_, mem);
     log_info(
         "scape: shards: every block of %zu values split over %d ranks (%zu blocks; "
         "optimizer.scape.shard_block_kb = %g)",
         shards_->bucket_size(), world_, shards_->num_buckets(), sc_.shard_block_kb);
+  }
+  // The mask buffers at the largest density of the run (the ramp's start), so that no step
+  // allocates; a mask loaded from a checkpoint written at another sparsity may still grow them.
+  const double saved = mask_density_;
+  if (sc_.sparsity_ramp_steps > 0)
+    mask_density_ = std::max(density_, 1.0 - sc_.ramp_start_sparsity);
+  size_t k_total = 0, send_bytes = 0, recv_bytes = 0;
+  for (int q = 0; q < world_; ++q) {
+    if (!sharded_ && q > 0) break;
+    const size_t n = sharded_ ? shards_->size(q) : total_;
+    const size_t bytes = std::max(mask_bytes(MaskEncoding::INDICES, k_of(q), n),
+                                  mask_bytes(MaskEncoding::BITMAP, k_of(q), n));
+    k_total += k_of(q);
+    recv_bytes += bytes;
+    if (q == rank_) send_bytes = bytes;
+  }
+  next_dev_ = Buffer<uint32_t>(k_of(rank_), mem);
+  mask_density_ = saved;
+  mask_dev_ = Buffer<uint32_t>(k_total, mem);
+  local_dev_ = Buffer<uint32_t>(next_dev_.size(), mem);
+  compact_ = Buffer<float>(std::max(k_total, sharded_ ? owned : size_t{0}), mem);
+  if (sharded_ || mask_from_rank0_) {
+    wire_send_dev_ = Buffer<uint8_t>(send_bytes, mem);
+    wire_recv_dev_ = Buffer<uint8_t>(recv_bytes, mem);
   }
   mask_flags_.assign(owned, 0);
   cur_counts_.assign(size_t(world_), 0);
@@ -269,8 +308,13 @@ void Scape::launch_mask_exchange(MaskEncoding encoding) {
     encode_bitmap(next_own_, owned, wire_send_.data());
   }
   wire_recv_.resize(recv_total);
+  // Through the op table's memory: the buffers' communicator takes device buffers on GPUs.
+  reserve(wire_send_dev_, wire_send_.size(), *ops_.memory);
+  reserve(wire_recv_dev_, recv_total, *ops_.memory);
+  wire_send_dev_.upload(wire_send_.data(), wire_send_.size());
   const int64_t before = comm_.stats().bytes_sent();
-  mask_work_ = comm_.all_gather(wire_send_.data(), wire_recv_.data(), wire_counts_, DType::U8);
+  mask_work_ =
+      comm_.all_gather(wire_send_dev_.data(), wire_recv_dev_.data(), wire_counts_, DType::U8);
   mask_issue_bytes_ = double(comm_.stats().bytes_sent() - before);
   mask_in_flight_ = true;
 }
@@ -280,6 +324,7 @@ void Scape::receive_rank0_mask() {
   mask_work_.wait();
   mask_in_flight_ = false;
   if (rank_ == 0) return;
+  wire_recv_dev_.download(wire_recv_.data(), wire_recv_.size());
   next_own_.clear();
   if (wire_encoding_ == MaskEncoding::INDICES) {
     next_own_.resize(wire_counts_[0] / sizeof(uint32_t));
@@ -299,11 +344,13 @@ void Scape::finish_mask_exchange() {
     cur_counts_.assign(size_t(world_), 0);
     cur_counts_[0] = cur_mask_.size();
     mask_ready_ = false;
+    upload_mask();
     return;
   }
   GOSSAMER_CHECK(mask_in_flight_, "scape: no mask exchange in flight");
   mask_work_.wait();
   mask_in_flight_ = false;
+  wire_recv_dev_.download(wire_recv_.data(), wire_recv_.size());
   // Rank by rank (the order of the compact reduce-scatter): each rank's local indices, kept
   // as packed keys (rank base + local: sorted) and mapped to flat indices.
   size_t offset = 0, base = 0;
@@ -324,6 +371,23 @@ void Scape::finish_mask_exchange() {
     offset += wire_counts_[size_t(q)];
     base += shards_->size(q);
   }
+  upload_mask();
+}
+
+// cur_mask_, and this rank's part of it as local indices, to the op table's memory.
+void Scape::upload_mask() {
+  size_t offset = 0, n = cur_mask_.size();  // unsharded: every rank updates the whole mask
+  if (sharded_) {
+    for (int q = 0; q < rank_; ++q) offset += cur_counts_[size_t(q)];
+    n = cur_counts_[size_t(rank_)];
+  }
+  cur_local_.resize(n);
+  global_to_local(own_.pieces, cur_mask_.data() + offset, n, cur_local_.data());
+  reserve(mask_dev_, cur_mask_.size(), *ops_.memory);
+  reserve(local_dev_, n, *ops_.memory);
+  reserve(compact_, cur_mask_.size(), *ops_.memory);
+  mask_dev_.upload(cur_mask_.data(), cur_mask_.size());
+  local_dev_.upload(cur_local_.data(), n);
 }
 
 // The mask of this step, if one was sent: waits for its exchange; returns the seconds waited.
@@ -342,64 +406,46 @@ double Scape::take_mask(bool have_mask, double* exchange_s) {
 // owned part); a tensor whose scores are all zero stays zero.
 void Scape::normalise_scores_per_tensor(float* scores) {
   std::fill(tensor_sq_.begin(), tensor_sq_.end(), 0.0);
-  for (const TensorRun& r : tensor_runs_) {
-    double sq = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : sq) if (r.n >= 65536)
-    for (size_t i = 0; i < r.n; ++i) sq += double(scores[r.local + i]) * scores[r.local + i];
-    tensor_sq_[r.tensor] += sq;
-  }
+  for (const TensorRun& r : tensor_runs_)
+    tensor_sq_[r.tensor] += ops_.sum_squares(scores + r.local, r.n);
   for (const TensorRun& r : tensor_runs_) {
     const double rms = std::sqrt(tensor_sq_[r.tensor] / tensor_owned_[r.tensor]);
-    if (!(rms > 0)) continue;
-    const float inv = float(1.0 / rms);
-    float* s = scores + r.local;
-#pragma omp parallel for simd schedule(static) if (r.n >= 65536)
-    for (size_t i = 0; i < r.n; ++i) s[i] *= inv;
+    if (rms > 0) ops_.scale(scores + r.local, float(1.0 / rms), r.n);
   }
 }
 
-// The mask score of every owned coordinate as of the end of step t (the gradient score was
-// filled by step() before the reduction).
-void Scape::score_owned(int64_t t, std::vector<float>& scores) {
+const float* Scape::owned_values(const float* flat) {
+  if (!sharded_) return flat;  // owned order is flat order
+  ops_.gather(scores_.data(), flat, own_global_dev_.data(), own_.size);
+  return scores_.data();
+}
+
+// The mask score of every owned coordinate as of the end of step t, in scores_ (the gradient
+// score was filled by step() before the reduction).
+void Scape::score_owned(int64_t t) {
   const size_t owned = own_.size;
-  const uint32_t* G = own_global_.data();  // flat index of each owned coordinate
+  float* scores = scores_.data();
   // Without a residual (reading B: the local momentum has taken every gradient already) nothing
   // is pending, and the momentum_residual score is the momentum's.
   const bool pending = sc_.mask_score == MaskScore::MASK_SCORE_MOMENTUM_RESIDUAL && use_residual_;
   if (!pending && sc_.mask_score != MaskScore::MASK_SCORE_GRADIENT) {
-    scores.resize(owned);
-    const float* mm = m_.data();
-    const float* u = local_m_.data();  // reading B: the flat local momentum
-    if (reading_b_) {
-#pragma omp parallel for schedule(static)
-      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(u[G[i]]);
-    } else {
-#pragma omp parallel for schedule(static)
-      for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(mm[i]);
-    }
+    // Reading B: the local momentum (flat); A: the owner's momentum.
+    const float* mm = reading_b_ ? owned_values(local_m_.data()) : m_.data();
+    ops_.mask_score(scores, 1.0f, mm, 0.0f, nullptr, owned);
   } else if (pending) {
     // The momentum the coordinate would have if its pending residual were applied now; the
     // owner's own residual, times the ranks, estimates the sum over ranks.
-    scores.resize(owned);
-    const float* mm = m_.data();
-    const float* e = residual_.data();
     const float b1 = float(cfg_.beta1), n = float(world_);
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < owned; ++i) scores[i] = std::fabs(b1 * mm[i] + (1 - b1) * n * e[G[i]]);
+    ops_.mask_score(scores, b1, m_.data(), (1 - b1) * n, owned_values(residual_.data()), owned);
   }
-  if (sc_.mask_per_tensor) normalise_scores_per_tensor(scores.data());
-  if (sc_.mask_age_bonus > 0) {  // exploration: long-unselected coordinates score higher
-    const float k = float(sc_.mask_age_bonus), now = float(t);
-    const float* last = last_.data();
-    float* sc = scores.data();
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < owned; ++i) sc[i] *= 1.0f + k * std::max(0.0f, now - last[i]);
-  }
+  if (sc_.mask_per_tensor) normalise_scores_per_tensor(scores);
+  if (sc_.mask_age_bonus > 0)  // exploration: long-unselected coordinates score higher
+    ops_.age_bonus(scores, last_.data(), float(sc_.mask_age_bonus), float(t), owned);
 }
 
-// The mask of step t+1 from `scores` of the owned slice (filled here for the momentum
-// scores); its exchange overlaps step t+1's compute.
-void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
+// The mask of step t+1 from the scores of the owned slice (scores_, the momentum scores filled
+// here); its exchange overlaps step t+1's compute.
+void Scape::select_next_mask(int64_t t) {
   mask_issue_bytes_ = 0;
   if (dense_step(t + 1)) {
     next_own_.clear();
@@ -407,8 +453,12 @@ void Scape::select_next_mask(int64_t t, std::vector<float>& scores) {
   }
   mask_density_ = density_at(t + 1);
   if (selects_mask()) {
-    score_owned(t, scores);
-    next_own_ = top_k_indices({scores.data(), own_.size}, k_of(rank_));
+    score_owned(t);
+    const size_t k = k_of(rank_);
+    reserve(next_dev_, k, *ops_.memory);
+    ops_.top_k_indices(scores_.data(), own_.size, k, next_dev_.data());
+    next_own_.resize(k);
+    next_dev_.download(next_own_.data(), k);
   } else {
     next_own_.clear();  // rank 0's arrives with the exchange
   }
@@ -436,15 +486,13 @@ size_t Scape::rank_base(int rank) const {
   return base;
 }
 
-// flat -> every rank's pieces packed, rank after rank (the order of a reduce-scatter's counts).
+// flat -> every rank's pieces packed, rank after rank (the order of a reduce-scatter's counts);
+// one copy in the op table's memory per piece.
 void Scape::pack_rank_major(const float* flat, float* out) const {
   size_t base = 0;
   for (int q = 0; q < world_; ++q) {
-    const std::vector<ShardPiece>& pieces = rank_pieces_[size_t(q)];
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < pieces.size(); ++j)
-      std::memcpy(out + base + pieces[j].local, flat + pieces[j].begin,
-                  pieces[j].size() * sizeof(float));
+    for (const ShardPiece& piece : rank_pieces_[size_t(q)])
+      ops_.memory->copy(out + base + piece.local, flat + piece.begin, piece.size() * sizeof(float));
     base += shards_->size(q);
   }
 }
@@ -452,11 +500,8 @@ void Scape::pack_rank_major(const float* flat, float* out) const {
 void Scape::unpack_rank_major(const float* in, float* flat) const {
   size_t base = 0;
   for (int q = 0; q < world_; ++q) {
-    const std::vector<ShardPiece>& pieces = rank_pieces_[size_t(q)];
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < pieces.size(); ++j)
-      std::memcpy(flat + pieces[j].begin, in + base + pieces[j].local,
-                  pieces[j].size() * sizeof(float));
+    for (const ShardPiece& piece : rank_pieces_[size_t(q)])
+      ops_.memory->copy(flat + piece.begin, in + base + piece.local, piece.size() * sizeof(float));
     base += shards_->size(q);
   }
 }
@@ -473,8 +518,7 @@ float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
     coef = std::min(1.0, cfg_.grad_clip / (std::sqrt(sq) + 1e-6));
   const float b1 = float(cfg_.beta1), w = float((1.0 - cfg_.beta1) * coef);
   float* u = local_m_.data();
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < P; ++i) u[i] = b1 * u[i] + w * g[i];
+  ops_.axpby(u, w, g, b1, P);  // u = b1 u + w g
   return u;
 }
 
@@ -485,23 +529,9 @@ float* Scape::payload(double* local_sq) {
   float* g = grads_.data();
   float* a = use_residual_ ? residual_.data() : g;
   if (local_clip_) g = accumulate_local_momentum(g, local_sq);
-  if (use_residual_) residual_sq_ = accumulate_residual(g);
+  // e_r += g, and the squared norm of the result (the residual telemetry) in the same pass.
+  if (use_residual_) residual_sq_ = ops_.accumulate_sum_squares(residual_.data(), g, total_);
   return reading_b_ ? g : a;
-}
-
-// e_r += x over the whole space; returns the squared norm of the result (the residual telemetry,
-// in the same pass).
-double Scape::accumulate_residual(const float* x) {
-  float* e = residual_.data();
-  const size_t P = total_;
-  double sq = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : sq)
-  for (size_t i = 0; i < P; ++i) {
-    const float v = e[i] + x[i];
-    e[i] = v;
-    sq += double(v) * double(v);
-  }
-  return sq;
 }
 
 Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
@@ -517,13 +547,12 @@ Scape::Reduced Scape::reduce_dense(float* a, double local_sq) {
     // The payload rank by rank (each rank's pieces packed), then one reduce-scatter: this
     // rank's summed pieces, packed.
     pack_rank_major(a, pack_.data());
-    compact_.resize(own_.size);
     comm_
         .reduce_scatter(pack_.data(), compact_.data(), shards_->counts(), DType::F32, ReduceOp::SUM)
         .wait();
     r.values = compact_.data();
   } else {
-    if (a != g) std::memcpy(g, a, P * sizeof(float));
+    if (a != g) ops_.memory->copy(g, a, P * sizeof(float));
     if (world_ > 1) comm_.all_reduce(g, P, DType::F32, ReduceOp::SUM).wait();
     r.values = g;
   }
@@ -537,11 +566,8 @@ Scape::Reduced Scape::reduce_sparse(float* a, double local_sq) {
   Reduced r;
   r.local_sq = local_sq;
   const int64_t before = comm_.stats().bytes_sent();
-  compact_.resize(K);
   float* c = compact_.data();
-  const uint32_t* I = cur_mask_.data();
-#pragma omp parallel for schedule(static)
-  for (size_t j = 0; j < K; ++j) c[j] = a[I[j]];
+  ops_.gather(c, a, mask_dev_.data(), K);
   r.sent_sq = reading_b_ ? 0.0 : ops_.sum_squares(c, K);
   r.finite = std::isfinite(local_clip_ ? r.local_sq : r.sent_sq);
   if (sharded_) {
@@ -582,43 +608,36 @@ double Scape::clip(Reduced& r, std::span<float> extra) {
 void Scape::settle_residual(const Reduced& r, bool dense, int64_t t) {
   if (!use_residual_) return;
   const float keep = sc_.residual_keeps_clipped && r.clip < 1.0 ? float(1.0 - r.clip) : 0.0f;
-  float* e = residual_.data();
   if (dense) {
     if (keep == 0.0f)
-      std::fill(e, e + total_, 0.0f);
+      residual_.zero();
     else
-      ops_.scale(e, keep, total_);
-    if (momentum_feedback_ && sc_.momentum_factor_masking && !dense_step(t + 1))
-      std::fill(local_m_.data(), local_m_.data() + total_, 0.0f);
+      ops_.scale(residual_.data(), keep, total_);
+    if (momentum_feedback_ && sc_.momentum_factor_masking && !dense_step(t + 1)) local_m_.zero();
     return;
   }
-  const uint32_t* I = cur_mask_.data();
   const size_t K = cur_mask_.size();
-#pragma omp parallel for schedule(static)
-  for (size_t j = 0; j < K; ++j) e[I[j]] = keep == 0.0f ? 0.0f : keep * e[I[j]];
-  if (momentum_feedback_ && sc_.momentum_factor_masking) {  // the local momenta restart
-    float* u = local_m_.data();
-#pragma omp parallel for schedule(static)
-    for (size_t j = 0; j < K; ++j) u[I[j]] = 0.0f;
-  }
+  ops_.scale_at(residual_.data(), mask_dev_.data(), K, keep);  // keep 0: zero
+  if (momentum_feedback_ && sc_.momentum_factor_masking)       // the local momenta restart
+    ops_.scale_at(local_m_.data(), mask_dev_.data(), K, 0.0f);
 }
 
-// The update-age tally from last_ (at construction and after loading a checkpoint).
+// The update-age tally from last_host_ (at construction and after loading a checkpoint).
 void Scape::recount_ages() {
   const float warm = float(sc_.dense_warmup_steps);
   ages_ = {};
-  for (float last : last_) {
+  for (float last : last_host_) {
     ages_.covered += last > warm ? 1.0 : 0.0;
     if (last >= 0) ages_.known += 1.0, ages_.sum_last += double(last);
   }
 }
 
-// The tally after the n owned coordinates idx[] are updated at step t (called before their
-// last_ entries become t).
+// The tally after the n owned coordinates idx[] (host) are updated at step t, and their
+// last_host_ entries become t (as the update op sets last_).
 void Scape::tally_update(const uint32_t* idx, size_t n, int64_t t) {
   const float warm = float(sc_.dense_warmup_steps);
   const bool after_warmup = float(t) > warm;
-  const float* last = last_.data();
+  float* last = last_host_.data();
   double covered = 0, known = 0, sum_last = 0;
 #pragma omp parallel for schedule(static) reduction(+ : covered, known, sum_last)
   for (size_t j = 0; j < n; ++j) {
@@ -632,22 +651,22 @@ void Scape::tally_update(const uint32_t* idx, size_t n, int64_t t) {
   ages_.covered += covered;
   ages_.known += known;
   ages_.sum_last += sum_last;
+#pragma omp parallel for schedule(static)
+  for (size_t j = 0; j < n; ++j) last[idx[j]] = float(t);
 }
 
 // ---- the update and the distribution of the updated values --------------------------------
 
 void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx) {
-  // State and decay flags by local index, parameters by flat index.
-  std::vector<uint32_t> local;
-  const uint32_t* idx = all_owned_.data();
-  const uint32_t* pidx = own_global_.data();
+  // State and decay flags by local index, parameters by flat index (in the op table's memory;
+  // the local indices also on the host, for the age tally).
+  const uint32_t* idx = all_owned_dev_.data();
+  const uint32_t* pidx = own_global_dev_.data();
+  tally_update(dense ? all_owned_.data() : cur_local_.data(), r.n, ctx.t);
   if (!dense) {
-    local.resize(r.n);
-    pidx = cur_mask_.data() + r.offset;
-    global_to_local(own_.pieces, pidx, r.n, local.data());
-    idx = local.data();
+    pidx = mask_dev_.data() + r.offset;
+    idx = local_dev_.data();
   }
-  tally_update(idx, r.n, ctx.t);
   float* p = params_.data();
   const kernels::AdamStep step = {
       .lr = float(ctx.lr),
@@ -673,7 +692,7 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
       .m = m_.data(),
       .last = last_.data(),
       .decay = decay_.data(),
-      .den_sq = den_sq_.empty() ? nullptr : den_sq_.data(),
+      .den_sq = den_sq_.size() == 0 ? nullptr : den_sq_.data(),
       .dir = sc_.stale_momentum ? stale_dir_.data() : nullptr};
   ops_.adams_update_indexed(p, pidx, idx, r.values, r.n, st, step);
 }
@@ -693,34 +712,29 @@ void Scape::distribute(float* flat, const Reduced& r, bool dense) {
   if (dense) {  // this rank's pieces packed at its place, one all-gather, every piece back
     float* mine = pack_.data() + rank_base(rank_);
     for (const ShardPiece& p : own_.pieces)
-      std::memcpy(mine + p.local, flat + p.begin, p.size() * sizeof(float));
+      ops_.memory->copy(mine + p.local, flat + p.begin, p.size() * sizeof(float));
     comm_.all_gather(mine, pack_.data(), shards_->counts(), DType::F32).wait();
     unpack_rank_major(pack_.data(), flat);
     return;
   }
   float* c = compact_.data();
-  const uint32_t* I = cur_mask_.data();
-  for (size_t j = 0; j < r.n; ++j) c[r.offset + j] = flat[I[r.offset + j]];
+  const uint32_t* I = mask_dev_.data();
+  ops_.gather(c + r.offset, flat, I + r.offset, r.n);
   comm_.all_gather(c + r.offset, c, cur_counts_, DType::F32).wait();
-  const size_t K = cur_mask_.size();
-#pragma omp parallel for schedule(static)
-  for (size_t j = 0; j < K; ++j) flat[I[j]] = c[j];
+  ops_.scatter(flat, c, I, cur_mask_.size());
 }
 
 // optimizer.scape.stale_momentum: every coordinate this sparse step did not select moves by
 // lr times its last step. Every rank does the same arithmetic on its replica.
 void Scape::apply_stale_moves(double lr, bool dense) {
   if (!sc_.stale_momentum || dense) return;
-  const uint32_t* I = cur_mask_.data();
-  const size_t K = cur_mask_.size(), P = total_;
-  uint8_t* sel = selected_flag_.data();
-  for (size_t j = 0; j < K; ++j) sel[I[j]] = 1;
+  // Every coordinate moves, then the selected ones get their value back (saved in compact_,
+  // free after the distribution): p - lr d exactly where unselected, p where selected.
+  const size_t K = cur_mask_.size();
   float* p = params_.data();
-  const float* d = stale_dir_.data();
-  const float step = float(lr);
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < P; ++i) p[i] -= sel[i] ? 0.0f : step * d[i];
-  for (size_t j = 0; j < K; ++j) sel[I[j]] = 0;
+  ops_.gather(compact_.data(), p, mask_dev_.data(), K);
+  ops_.axpy(p, -float(lr), stale_dir_.data(), total_);
+  ops_.scatter(p, compact_.data(), mask_dev_.data(), K);
 }
 
 // ---- one step -----------------------------------------------------------------------------
@@ -728,7 +742,10 @@ void Scape::apply_stale_moves(double lr, bool dense) {
 StepResult Scape::step(const StepContext& ctx) {
   GOSSAMER_CHECK(attached(), "scape: step before attach()");
   metrics_.clear();
-  const comm::CommStats before = comm_.stats();
+  // Both communicators' bytes: on device buffers the flags and norms take the control one.
+  const bool two_comms = &control_ != &comm_;
+  const comm::CommStats before = comm_.stats(),
+                        control_before = two_comms ? control_.stats() : comm::CommStats{};
   const int64_t t = ctx.t;
   if (relaunch_after_load_) {  // the caller skipped micro_batch_begin
     relaunch_after_load_ = false;
@@ -741,13 +758,11 @@ StepResult Scape::step(const StepContext& ctx) {
   if (fig.dense) cur_mask_.clear();
 
   // The gradient score is taken from the residual-corrected gradient before it is sent.
-  std::vector<float> scores;
   double local_sq = 0;
   float* a = payload(&local_sq);
   if (!dense_step(t + 1) && sc_.mask_score == MaskScore::MASK_SCORE_GRADIENT && selects_mask()) {
-    const float* src = use_residual_ ? residual_.data() : grads_.data();
-    scores.resize(own_.size);
-    for (size_t i = 0; i < scores.size(); ++i) scores[i] = std::fabs(src[own_global_[i]]);
+    const float* src = owned_values(use_residual_ ? residual_.data() : grads_.data());
+    ops_.mask_score(scores_.data(), 1.0f, src, 0.0f, nullptr, own_.size);
   }
   Reduced r = fig.dense ? reduce_dense(a, local_sq) : reduce_sparse(a, local_sq);
 
@@ -764,9 +779,10 @@ StepResult Scape::step(const StepContext& ctx) {
   update_selected(r, fig.dense, ctx);
   fig.param_bytes = distribute_params(r, fig.dense);
   apply_stale_moves(ctx.lr, fig.dense);
-  select_next_mask(t, scores);
+  select_next_mask(t);
   fig.grad_bytes = r.bytes;
   fig.bytes_sent = comm_.stats().since(before).bytes_sent();
+  if (two_comms) fig.bytes_sent += control_.stats().since(control_before).bytes_sent();
   record_metrics(fig);
   return result;
 }
@@ -806,26 +822,28 @@ std::vector<StateTensor> Scape::state() {
   std::fill(mask_flags_.begin(), mask_flags_.end(), uint8_t{0});
   for (uint32_t i : next_own_) mask_flags_[i] = 1;
   has_mask_ = next_own_.empty() ? 0 : 1;
-  std::vector<StateTensor> s = {StateTensor::sharded("scape.m", m_.data(), own_),
+  const MemoryOps& mem = *ops_.memory;
+  std::vector<StateTensor> s = {StateTensor::sharded("scape.m", m_.data(), own_).in(mem),
                                 StateTensor::sharded("scape.next_mask", mask_flags_.data(), own_),
                                 StateTensor::replicated("scape.has_next_mask", &has_mask_, 1)};
   if (use_residual_)
-    s.push_back(StateTensor::summed_rows("scape.residual", residual_.data(), total_));
+    s.push_back(StateTensor::summed_rows("scape.residual", residual_.data(), total_).in(mem));
   if (local_m_.size() > 0)  // the ranks' local momenta matter only through their sum
-    s.push_back(StateTensor::summed_rows("scape.local_momentum", local_m_.data(), total_));
+    s.push_back(StateTensor::summed_rows("scape.local_momentum", local_m_.data(), total_).in(mem));
   // Reading A kept no update steps before the age options: such files load with "unknown".
-  s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_));
+  s.push_back(StateTensor::sharded("scape.last_update", last_.data(), own_).in(mem));
   s.back().optional = !reading_b_;
-  if (!den_sq_.empty())
-    s.push_back(StateTensor::sharded("scape.normaliser_sq", den_sq_.data(), own_));
+  if (den_sq_.size() > 0)
+    s.push_back(StateTensor::sharded("scape.normaliser_sq", den_sq_.data(), own_).in(mem));
   if (sc_.stale_momentum) {  // the same on every rank; a file without it: no stale moves yet
-    s.push_back(StateTensor::replicated("scape.stale_step", stale_dir_.data(), total_));
+    s.push_back(StateTensor::replicated("scape.stale_step", stale_dir_.data(), total_).in(mem));
     s.back().optional = true;
   }
   return s;
 }
 
 void Scape::state_loaded() {
+  last_.download(last_host_.data(), last_host_.size());
   recount_ages();
   next_own_.clear();
   for (size_t i = 0; i < mask_flags_.size(); ++i)

@@ -14,8 +14,12 @@
 // rank computes the same full mask (or, for a score from a rank's own residual or gradient,
 // rank 0 selects it and sends it, with the same one-step delay), the compact buffer is
 // all-reduced, and no parameter exchange is needed. At world size 1 the same numerics run without
-// communication. Invariant: after step(), the parameters are bit-identical on every rank; the mask
-// in use at step t was computed from m after step t-1.
+// communication. Every vector over parameters, gradients or state lives in the op table's memory
+// (host or GPU) and every loop over one is an op (gather / scatter / scale_at, the mask score,
+// top-k); the masks themselves (k indices) are also kept on the host, for their wire encoding,
+// the local/flat index maps and the telemetry, and copied to the op table's memory once per step.
+// Invariant: after step(), the parameters are bit-identical on every rank; the mask in use at
+// step t was computed from m after step t-1; last_host_ equals last_.
 #pragma once
 
 #include <array>
@@ -53,6 +57,7 @@ class Scape final : public ShardedOptimizer {
   void state_loaded() override;
   size_t state_bytes() const override;
   std::vector<std::pair<std::string, double>> step_metrics() const override { return metrics_; }
+  bool supports_device_memory() const override { return true; }
 
   // Whether step t (1-based) is dense by the schedule (warm-up, refresh, sparsity 0).
   bool dense_step(int64_t t) const;
@@ -97,16 +102,19 @@ class Scape final : public ShardedOptimizer {
   size_t rank_base(int rank) const;  // offset of rank's pieces in a rank-major buffer
   void pack_rank_major(const float* flat, float* out) const;
   void unpack_rank_major(const float* in, float* flat) const;
-  double accumulate_residual(const float* x);
   void recount_ages();
   void tally_update(const uint32_t* idx, size_t n, int64_t t);
   void update_selected(const Reduced& r, bool dense, const StepContext& ctx);
   int64_t distribute_params(const Reduced& r, bool dense);
   void distribute(float* flat, const Reduced& r, bool dense);
   void apply_stale_moves(double lr, bool dense);
-  void select_next_mask(int64_t t, std::vector<float>& scores);
+  void select_next_mask(int64_t t);
   void normalise_scores_per_tensor(float* scores);
-  void score_owned(int64_t t, std::vector<float>& scores);
+  void score_owned(int64_t t);
+  // The owned coordinates of a flat buffer in owned order: the buffer itself when this rank
+  // owns everything, else gathered into scores_.
+  const float* owned_values(const float* flat);
+  void upload_mask();
   void launch_mask_exchange(MaskEncoding encoding);
   void receive_rank0_mask();
   void finish_mask_exchange();
@@ -122,39 +130,49 @@ class Scape final : public ShardedOptimizer {
   bool mask_from_rank0_ = false;
   bool selects_mask() const { return !mask_from_rank0_ || rank_ == 0; }
   bool code_form_;
-  double density_;              // 1 - sparsity, the target
-  double mask_density_;         // of the mask being prepared (the ramp's value for the next step)
-  bool reading_b_;              // optimizer.scape.reading "B"
-  bool use_residual_;           // reading A with optimizer.scape.residual
-  bool momentum_feedback_;      // reading A, error_feedback "momentum": e_r accumulates u_r
-  bool local_clip_;             // each rank clips its own gradient into u_r (B, "momentum")
-  HostBuffer<float> m_;         // momentum of the owned slice (packed)
-  HostBuffer<float> residual_;  // e_r, the whole flat space (reading A with residual)
-  HostBuffer<float> local_m_;   // u_r, the whole flat space (reading B, "momentum" feedback)
-  std::vector<float> last_;     // step of each owned coordinate's last update (-1: unknown)
+  double density_;          // 1 - sparsity, the target
+  double mask_density_;     // of the mask being prepared (the ramp's value for the next step)
+  bool reading_b_;          // optimizer.scape.reading "B"
+  bool use_residual_;       // reading A with optimizer.scape.residual
+  bool momentum_feedback_;  // reading A, error_feedback "momentum": e_r accumulates u_r
+  bool local_clip_;         // each rank clips its own gradient into u_r (B, "momentum")
+  // In the op table's memory:
+  Buffer<float> m_;          // momentum of the owned slice (packed)
+  Buffer<float> residual_;   // e_r, the whole flat space (reading A with residual)
+  Buffer<float> local_m_;    // u_r, the whole flat space (reading B, "momentum" feedback)
+  Buffer<float> last_;       // step of each owned coordinate's last update (-1: unknown)
+  Buffer<float> den_sq_;     // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
+  Buffer<uint8_t> decay_;    // per owned coordinate: weight decay applies
+  Buffer<float> stale_dir_;  // stale_momentum: each coordinate's last step / lr
+  Buffer<uint32_t> all_owned_dev_;   // 0 .. owned-1, the "everything" mask of dense steps
+  Buffer<uint32_t> own_global_dev_;  // flat index of each owned coordinate
+  Buffer<float> scores_;             // the mask score of each owned coordinate
+  Buffer<uint32_t> next_dev_;        // this rank's selection, as top-k wrote it
+  Buffer<float> pack_;          // sharded: a flat buffer rank by rank, for the dense collectives
+  Buffer<float> compact_;       // gradient values at the mask, then parameter values
+  Buffer<uint32_t> mask_dev_;   // cur_mask_
+  Buffer<uint32_t> local_dev_;  // this rank's part of cur_mask_ as local indices
+  Buffer<uint8_t> wire_send_dev_, wire_recv_dev_;  // the mask exchange's buffers
+  // On the host:
+  std::vector<float> last_host_;  // a copy of last_ for the update-age telemetry
   // The update-age telemetry, kept up to date with last_ at O(updated) per step: owned
   // coordinates updated after the warm-up, those with a known last update, the sum of their steps.
   struct AgeTally {
     double covered = 0, known = 0, sum_last = 0;
   } ages_;
-  double residual_sq_ = 0;      // squared norm of the residual after this step's accumulation
-  std::vector<float> den_sq_;   // normaliser "frozen": per owned coordinate, AdamS's den^2 averaged
-  std::vector<uint8_t> decay_;  // per owned coordinate: weight decay applies
+  double residual_sq_ = 0;  // squared norm of the residual after this step's accumulation
   // mask_per_tensor: the owned runs of each tensor, the coordinates owned of each tensor and a
   // scratch sum of squares per tensor.
   std::vector<TensorRun> tensor_runs_;
   std::vector<double> tensor_owned_, tensor_sq_;
-  std::vector<uint32_t> all_owned_;   // 0 .. owned-1, the "everything" mask of dense steps
-  std::vector<uint32_t> own_global_;  // flat index of each owned coordinate
+  std::vector<uint32_t> all_owned_;                   // 0 .. owned-1
+  std::vector<uint32_t> own_global_;                  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
-  HostBuffer<float> stale_dir_;         // stale_momentum: each coordinate's last step / lr
-  std::vector<uint8_t> selected_flag_;  // stale_momentum: scratch, 1 at this step's mask
-  HostBuffer<float> pack_;      // sharded: a flat buffer rank by rank, for the dense collectives
-  std::vector<float> compact_;  // gradient values at the mask, then parameter values
-  std::vector<uint32_t> cur_mask_;                  // flat indices, rank by rank
-  std::vector<uint32_t> cur_packed_, prev_packed_;  // the same as rank base + local (sorted)
-  std::vector<size_t> cur_counts_;                  // per rank, entries of cur_mask_
-  std::vector<uint32_t> next_own_;                  // local, for the next step
+  std::vector<uint32_t> cur_local_;                   // this rank's part of cur_mask_, local
+  std::vector<uint32_t> cur_mask_;                    // flat indices, rank by rank
+  std::vector<uint32_t> cur_packed_, prev_packed_;    // the same as rank base + local (sorted)
+  std::vector<size_t> cur_counts_;                    // per rank, entries of cur_mask_
+  std::vector<uint32_t> next_own_;                    // local, for the next step
   // The in-flight mask exchange.
   MaskEncoding wire_encoding_ = MaskEncoding::INDICES;
   std::vector<uint8_t> wire_send_, wire_recv_;

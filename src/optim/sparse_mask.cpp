@@ -1,39 +1,18 @@
-// Top-k selection, mask encodings and Jaccard overlap (see sparse_mask.h).
+// Top-k selection (kernels/cpu/sparse_select.h's), mask encodings and Jaccard overlap (see
+// sparse_mask.h).
 #include "optim/sparse_mask.h"
 
 #include <algorithm>
-#include <functional>
-#include <limits>
 
 #include "core/error.h"
+#include "kernels/cpu/sparse_select.h"
 
 namespace gossamer::optim {
 
 std::vector<uint32_t> top_k_indices(std::span<const float> scores, size_t k) {
-  const size_t n = scores.size();
-  GOSSAMER_CHECK(k <= n, "top-k: k = %zu of %zu scores", k, n);
-  std::vector<uint32_t> out;
-  if (k == 0) return out;
-  out.reserve(k);
-  if (k == n) {
-    for (size_t i = 0; i < n; ++i) out.push_back(uint32_t(i));
-    return out;
-  }
-  // The k-th largest value (NaN counts as the lowest), then every index above it and, in index
-  // order, as many of the indices equal to it as still fit: exact k, ties to lower indices.
-  std::vector<float> v(scores.begin(), scores.end());
-  for (float& x : v)
-    if (x != x) x = -std::numeric_limits<float>::infinity();
-  std::nth_element(v.begin(), v.begin() + ptrdiff_t(k - 1), v.end(), std::greater<float>());
-  const float threshold = v[k - 1];
-  size_t above = 0;
-  for (size_t i = 0; i < n; ++i) above += scores[i] > threshold;
-  size_t ties_left = k - above;
-  for (size_t i = 0; i < n; ++i) {
-    const float x = scores[i] != scores[i] ? -std::numeric_limits<float>::infinity() : scores[i];
-    if (x > threshold || (x == threshold && ties_left > 0 && ties_left--))
-      out.push_back(uint32_t(i));
-  }
+  GOSSAMER_CHECK(k <= scores.size(), "top-k: k = %zu of %zu scores", k, scores.size());
+  std::vector<uint32_t> out(k);
+  kernels::cpu::top_k_indices(scores.data(), scores.size(), k, out.data());
   return out;
 }
 

@@ -105,15 +105,28 @@ SparseTraining::SparseTraining(const OptimizerSetup& setup, const char* name, co
     dense_total_ += views[i].numel;
   }
   const size_t slots = mask_.slots(), B = mask_.block_size();
-  grad_c_ = HostBuffer<float>(slots * B);
-  m_c_ = HostBuffer<float>(slots * B);
-  v_c_ = HostBuffer<float>(slots * B);
-  update_sq_ = HostBuffer<float>(slots);
-  steps_ = HostBuffer<int32_t>(slots);
+  const MemoryOps& mem = *ops_.memory;
+  grad_c_ = Buffer<float>(slots * B, mem);
+  m_c_ = Buffer<float>(slots * B, mem);
+  v_c_ = Buffer<float>(slots * B, mem);
+  update_sq_ = Buffer<float>(slots, mem);
+  steps_ = Buffer<int32_t>(slots, mem);
+  blocks_dev_ = Buffer<int32_t>(slots, mem);
+  blocks_dev_.upload(mask_.blocks().data(), slots);
+  dense_m_ = Buffer<float>(dense_total_, mem);
+  dense_v_ = Buffer<float>(dense_total_, mem);
+  dense_block_ = Buffer<int32_t>(1, mem);  // zero-filled
+  dense_step_ = Buffer<int32_t>(1, mem);
+  l1_ = Buffer<double>(slots, mem);
+  size_t list = slots;  // a view's blocks, or every slot
+  for (const SparseView& v : mask_.views()) list = std::max(list, v.blocks);
+  list_dev_ = Buffer<int32_t>(list, mem);
+  fresh_slots_dev_ = Buffer<uint32_t>(slots, mem);
+  old_slots_dev_ = Buffer<uint32_t>(slots, mem);
+  sq_scratch_ = Buffer<float>(slots, mem);
   fresh_ = HostBuffer<uint8_t>(slots);
-  dense_m_ = HostBuffer<float>(dense_total_);
-  dense_v_ = HostBuffer<float>(dense_total_);
   active_numel_ = mask_.active_numel();  // fixed: a view's slots keep their count
+  count_fresh();
 }
 
 SparseTraining::~SparseTraining() {
@@ -144,8 +157,16 @@ size_t SparseTraining::state_bytes() const {
          2 * dense_total_ * sizeof(float);
 }
 
+void SparseTraining::zero_blocks_of(size_t k, const std::vector<int32_t>& blocks) {
+  const SparseView& v = mask_.views()[k];
+  list_dev_.upload(blocks.data(), blocks.size());
+  ops_.zero_blocks(params_.data() + v.offset, list_dev_.data(), blocks.size(), mask_.block_size(),
+                   v.numel);
+}
+
 void SparseTraining::on_attach() {
-  mask_.zero_inactive(params_.data());  // from the first forward on, after init or a checkpoint
+  // The inactive weights are zero from the first forward on, after init or a checkpoint.
+  for (size_t k = 0; k < mask_.views().size(); ++k) zero_blocks_of(k, mask_.inactive_blocks(k));
   if (rank_ == 0)
     log_info(
         "%s: %zu matrices sparse at density %g in blocks of %zu (%zu of %zu weights active), %zu "
@@ -171,13 +192,8 @@ void SparseTraining::routed_gradient_ready(size_t view, const float* grad) {
   const SparseView& v = mask_.views()[sparse_of_view_[view]];
   ++routed_seen_;
   const size_t B = mask_.block_size();
-  const int32_t* blocks = mask_.blocks().data();
-  float* out = grad_c_.data();
-#pragma omp parallel for schedule(static)
-  for (size_t s = v.slot0; s < v.slot0 + v.active; ++s) {
-    const size_t begin = size_t(blocks[s]) * B, n = std::min(B, v.numel - begin);
-    for (size_t i = 0; i < n; ++i) out[s * B + i] += grad[begin + i];
-  }
+  ops_.accumulate_blocks(grad_c_.data() + v.slot0 * B, grad, blocks_dev_.data() + v.slot0, v.active,
+                         B, v.numel);
 }
 
 void SparseTraining::grads_ready(size_t begin, size_t end) {
@@ -253,7 +269,7 @@ StepResult SparseTraining::step(const StepContext& ctx) {
   metrics_.emplace_back("grad_bytes", double(grad_bytes_));
   grad_bytes_ = 0;
   update(ctx);
-  std::fill(grad_c_.data(), grad_c_.data() + grad_c_.size(), 0.0f);  // for the next step
+  grad_c_.zero();  // for the next step
   if (dst_.update_interval > 0 && ctx.t % dst_.update_interval == 0) topology_update(ctx.t);
   communicating_ = false;
   ready_ = 0;
@@ -271,32 +287,35 @@ void SparseTraining::update(const StepContext& ctx) {
                        .warmup_steps = int(std::min<int64_t>(fixes_.warmup_steps, INT32_MAX)),
                        .ramp_restarted_only = !fixes_.ramp_from_start};
   // Dense weights: one block per run, the shared step count.
-  const int32_t t = int32_t(std::min<int64_t>(ctx.t, INT32_MAX)), zero = 0;
+  const int32_t t = int32_t(std::min<int64_t>(ctx.t, INT32_MAX));
+  dense_step_.upload(&t, 1);
   for (const DenseRun& r : dense_runs_) {
     hp.weight_decay = r.decay ? float(cfg_.weight_decay) : 0.0f;
     ops_.adamw_update_blocks(params_.data() + r.begin, grads_.data() + r.begin,
-                             dense_m_.data() + r.local, dense_v_.data() + r.local, &zero, &t, 1,
-                             r.n, r.n, nullptr, hp);
+                             dense_m_.data() + r.local, dense_v_.data() + r.local,
+                             dense_block_.data(), dense_step_.data(), 1, r.n, r.n, nullptr, hp);
   }
   // Sparse matrices: the active blocks, each with its own step count.
   const size_t B = mask_.block_size();
   int32_t* steps = steps_.data();
-  for (size_t s = 0; s < mask_.slots(); ++s) steps[s] = std::min(steps[s] + 1, INT32_MAX - 1);
+  ops_.increment_clamped(steps, mask_.slots(), INT32_MAX - 1);
   hp.lr = float(ctx.lr * std::pow(dst_.density, -fixes_.density_lr_power));
   hp.weight_decay = float(cfg_.weight_decay);
   for (const SparseView& v : mask_.views())
     ops_.adamw_update_blocks(params_.data() + v.offset, grad_c_.data() + v.slot0 * B,
                              m_c_.data() + v.slot0 * B, v_c_.data() + v.slot0 * B,
-                             mask_.blocks().data() + v.slot0, steps + v.slot0, v.active, B, v.numel,
+                             blocks_dev_.data() + v.slot0, steps + v.slot0, v.active, B, v.numel,
                              update_sq_.data() + v.slot0, hp);
   // Telemetry: the per-weight update size of the blocks regrown at the last topology update
   // against the others (naive DST's cold start shows as a ratio of several).
-  // The element counts change only at a topology update (count_fresh()); the sums run in parallel.
-  const float* sq_of = update_sq_.data();
-  const uint8_t* fresh = fresh_.data();
-  double sq_fresh = 0, sq_old = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sq_fresh, sq_old)
-  for (size_t s = 0; s < mask_.slots(); ++s) (fresh[s] ? sq_fresh : sq_old) += sq_of[s];
+  // The element counts and slot lists change only at a topology update (count_fresh()).
+  if (fresh_numel_ == 0) return;
+  const auto sum_at = [&](const Buffer<uint32_t>& slots, size_t n) {
+    ops_.gather(sq_scratch_.data(), update_sq_.data(), slots.data(), n);
+    return ops_.sum(sq_scratch_.data(), n);
+  };
+  const double sq_fresh = sum_at(fresh_slots_dev_, fresh_slots_.size());
+  const double sq_old = sum_at(old_slots_dev_, old_slots_.size());
   const double n_old = double(active_numel_ - fresh_numel_);
   if (fresh_numel_ > 0 && sq_old > 0)
     metrics_.emplace_back("regrown_update_ratio",
@@ -305,23 +324,44 @@ void SparseTraining::update(const StepContext& ctx) {
 
 void SparseTraining::count_fresh() {
   fresh_numel_ = 0;
+  fresh_slots_.clear();
+  old_slots_.clear();
   for (const SparseView& v : mask_.views())
-    for (size_t s = v.slot0; s < v.slot0 + v.active; ++s)
+    for (size_t s = v.slot0; s < v.slot0 + v.active; ++s) {
       if (fresh_[s]) fresh_numel_ += mask_.slot_elements(v, s);
+      (fresh_[s] ? fresh_slots_ : old_slots_).push_back(uint32_t(s));
+    }
+  fresh_slots_dev_.upload(fresh_slots_.data(), fresh_slots_.size());
+  old_slots_dev_.upload(old_slots_.data(), old_slots_.size());
 }
 
 void SparseTraining::topology_update(int64_t t) {
   const double fraction = prune_fraction(t);
-  const std::vector<size_t> changed =
-      mask_.prune_and_regrow(params_.data(), fraction, seed_, uint64_t(t));
-  const size_t B = mask_.block_size();
-  std::fill(fresh_.data(), fresh_.data() + fresh_.size(), uint8_t{0});
-  for (size_t s : changed) {
-    std::fill(m_c_.data() + s * B, m_c_.data() + (s + 1) * B, 0.0f);
-    std::fill(v_c_.data() + s * B, v_c_.data() + (s + 1) * B, 0.0f);
-    if (fixes_.step_reset) steps_[s] = 1;  // SMET's code: 1, so 2 at the block's first step
-    fresh_[s] = 1;
+  const size_t B = mask_.block_size(), slots = mask_.slots();
+  // The blocks' L1 norms, read back; the decision on the host; the weights zeroed by ops.
+  for (const SparseView& v : mask_.views())
+    ops_.block_l1_norms(l1_.data() + v.slot0, params_.data() + v.offset,
+                        blocks_dev_.data() + v.slot0, v.active, B, v.numel);
+  std::vector<double> l1(slots);
+  l1_.download(l1.data(), slots);
+  std::vector<int32_t> changed;  // slots, increasing
+  for (const BlockMask::ViewChange& c : mask_.prune_and_regrow(l1, fraction, seed_, uint64_t(t))) {
+    zero_blocks_of(c.k, c.zeroed);
+    for (size_t s : c.slots) changed.push_back(int32_t(s));
   }
+  blocks_dev_.upload(mask_.blocks().data(), slots);
+  // The changed slots' moments restart at zero (a slot of the compact buffers is a block of B).
+  list_dev_.upload(changed.data(), changed.size());
+  ops_.zero_blocks(m_c_.data(), list_dev_.data(), changed.size(), B, slots * B);
+  ops_.zero_blocks(v_c_.data(), list_dev_.data(), changed.size(), B, slots * B);
+  if (fixes_.step_reset && !changed.empty()) {  // SMET's code: 1, so 2 at the first step
+    std::vector<int32_t> steps(slots);
+    steps_.download(steps.data(), slots);
+    for (int32_t s : changed) steps[size_t(s)] = 1;
+    steps_.upload(steps.data(), slots);
+  }
+  std::fill(fresh_.data(), fresh_.data() + fresh_.size(), uint8_t{0});
+  for (int32_t s : changed) fresh_[size_t(s)] = 1;
   count_fresh();
   check_masks_agree(t);
   metrics_.emplace_back("topology_update", 1.0);
@@ -344,23 +384,28 @@ void SparseTraining::check_masks_agree(int64_t t) {
 std::vector<StateTensor> SparseTraining::state() {
   const std::string p = std::string(name_) + ".";
   const size_t slots = mask_.slots(), B = mask_.block_size();
+  const MemoryOps& mem = *ops_.memory;
   return {StateTensor::replicated(p + "blocks", mask_.blocks().data(), slots),
-          StateTensor::replicated(p + "block_steps", steps_.data(), slots),
+          StateTensor::replicated(p + "block_steps", steps_.data(), slots).in(mem),
           StateTensor::replicated(p + "regrown", fresh_.data(), slots),
-          StateTensor::replicated(p + "m", m_c_.data(), slots * B),
-          StateTensor::replicated(p + "v", v_c_.data(), slots * B),
-          StateTensor::replicated(p + "dense_m", dense_m_.data(), dense_total_),
-          StateTensor::replicated(p + "dense_v", dense_v_.data(), dense_total_)};
+          StateTensor::replicated(p + "m", m_c_.data(), slots * B).in(mem),
+          StateTensor::replicated(p + "v", v_c_.data(), slots * B).in(mem),
+          StateTensor::replicated(p + "dense_m", dense_m_.data(), dense_total_).in(mem),
+          StateTensor::replicated(p + "dense_v", dense_v_.data(), dense_total_).in(mem)};
 }
 
 void SparseTraining::state_loaded() {
   loaded_ = true;
-  count_fresh();
   mask_.check((std::string(name_) + ".blocks of the checkpoint").c_str());
-  for (size_t s = 0; s < mask_.slots(); ++s)
-    GOSSAMER_CHECK(steps_[s] >= 0 && fresh_[s] <= 1,
+  const size_t slots = mask_.slots();
+  blocks_dev_.upload(mask_.blocks().data(), slots);
+  std::vector<int32_t> steps(slots);
+  steps_.download(steps.data(), slots);
+  for (size_t s = 0; s < slots; ++s)
+    GOSSAMER_CHECK(steps[s] >= 0 && fresh_[s] <= 1,
                    "%s: the checkpoint's block_steps/regrown hold invalid values at slot %zu",
                    name_, s);
+  count_fresh();
 }
 
 }  // namespace gossamer::optim

@@ -12,8 +12,13 @@
 // blocks and the dense gradients, view by view as the backward hook reports them, and applies
 // the same update; masks agree because they depend only on the seed, the step and the
 // parameters (checked by a 16-byte all-reduce of the mask hash at every topology update).
+// Every vector over parameters, gradients or state lives in the op table's memory (host or
+// GPU) and every loop over one is an op (accumulate_blocks, zero_blocks, block_l1_norms, the
+// block-wise AdamW); the masks' decisions are made on the host from the blocks' L1 norms (one
+// read-back per topology update), and the block indices are uploaded after each.
 // Invariants: after step() the parameters are bit-identical on every rank; every inactive
-// weight is exactly zero from attach() on; at density 1 with no fixes this is AdamW.
+// weight is exactly zero from attach() on; at density 1 with no fixes this is AdamW; blocks_dev_
+// equals mask_.blocks().
 #pragma once
 
 #include <cstdint>
@@ -61,6 +66,7 @@ class SparseTraining final : public ShardedOptimizer {
   void state_loaded() override;
   size_t state_bytes() const override;
   std::vector<std::pair<std::string, double>> step_metrics() const override { return metrics_; }
+  bool supports_device_memory() const override { return true; }
 
   const BlockMask& mask() const { return mask_; }
   // Bytes kept per weight of the sparse matrices for their gradients and optimizer state:
@@ -85,7 +91,9 @@ class SparseTraining final : public ShardedOptimizer {
   void update(const StepContext& ctx);
   void topology_update(int64_t t);
   void check_masks_agree(int64_t t);
-  void count_fresh();  // fresh_numel_ from fresh_
+  void count_fresh();  // fresh_numel_ and the slot lists from fresh_
+  // Zeroes the listed blocks of sparse view k of the parameters (through list_dev_).
+  void zero_blocks_of(size_t k, const std::vector<int32_t>& blocks);
 
   const char* name_;
   Fixes fixes_;
@@ -96,12 +104,21 @@ class SparseTraining final : public ShardedOptimizer {
   std::vector<DenseRun> dense_runs_;
   std::vector<int> sparse_of_view_;  // per layout view: index into mask_.views(), or -1
   size_t dense_total_ = 0;
-  // Compact state of the sparse views, by slot: B elements per slot.
-  HostBuffer<float> grad_c_, m_c_, v_c_, update_sq_;
-  HostBuffer<int32_t> steps_;                  // per slot: the block's step count
-  HostBuffer<uint8_t> fresh_;                  // per slot: regrown at the last topology update
+  // In the op table's memory. Compact state of the sparse views, by slot: B elements per slot.
+  Buffer<float> grad_c_, m_c_, v_c_, update_sq_;
+  Buffer<int32_t> steps_;       // per slot: the block's step count
+  Buffer<int32_t> blocks_dev_;  // per slot: its block (mask_.blocks())
+  Buffer<float> dense_m_, dense_v_;
+  Buffer<int32_t> dense_block_;  // {0}: a dense run is one block
+  Buffer<int32_t> dense_step_;   // {t}: the dense runs' step count
+  Buffer<double> l1_;            // per slot: its block's L1 norm (topology updates)
+  Buffer<int32_t> list_dev_;     // a list of blocks or slots to zero
+  Buffer<uint32_t> fresh_slots_dev_, old_slots_dev_;  // the slots by fresh_, for the telemetry
+  Buffer<float> sq_scratch_;                          // update_sq_ at one of those lists
+  // On the host.
+  HostBuffer<uint8_t> fresh_;  // per slot: regrown at the last topology update
+  std::vector<uint32_t> fresh_slots_, old_slots_;
   size_t active_numel_ = 0, fresh_numel_ = 0;  // elements of all / of the fresh active blocks
-  HostBuffer<float> dense_m_, dense_v_;
   bool loaded_ = false;
   const model::ParamLayout& layout_;
   // Per step.

@@ -295,9 +295,8 @@ void TrainingRun::check_device_support() const {
   if (ops_.memory->host_accessible) return;
   const std::string device = std::string(enum_name(config_.kernels.device));
   GOSSAMER_CHECK(optimizer_->supports_device_memory(),
-                 "optimizer.name = \"%s\" does not run with kernels.device = %s yet (its state or "
-                 "loops are on the host: docs/CUDA.md); adamw, adams, local_adamw, diloco, gasloc "
-                 "and gossip do",
+                 "optimizer.name = \"%s\" does not run with kernels.device = %s (its state or "
+                 "loops are on the host: docs/CUDA.md)",
                  optimizer_->name(), device.c_str());
   log_info("device buffers: the model, its gradients and the optimizer's state in %s memory",
            ops_.memory->backend);  // the backends between the ranks: log_setup's parallel line

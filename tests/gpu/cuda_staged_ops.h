@@ -23,16 +23,19 @@
 #include "kernels/cuda/adam.cuh"
 #include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/block_ops.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/encoder.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/mask_score.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/outer_update.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/sparse_select.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/ops.h"
 
@@ -326,6 +329,75 @@ inline void axpy(float* y, float a, const float* x, size_t n) {
   k::axpy(s(y, n), a, s(x, n), n);
   s.finish();
 }
+inline void axpby(float* y, float a, const float* x, float b, size_t n) {
+  Stager s("axpby");
+  k::axpby(s(y, n), a, s(x, n), b, n);
+  s.finish();
+}
+inline double accumulate_sum_squares(float* y, const float* x, size_t n) {
+  Stager s("accumulate_sum_squares");
+  const double r = k::accumulate_sum_squares(s(y, n), s(x, n), n);
+  s.finish();
+  return r;
+}
+inline double sum(const float* x, size_t n) {
+  Stager s("sum");
+  const double r = k::sum(s(x, n), n);
+  s.finish();
+  return r;
+}
+inline void accumulate_blocks(float* compact, const float* x, const int32_t* blocks,
+                              size_t n_blocks, size_t B, size_t n_x) {
+  Stager s("accumulate_blocks");
+  k::accumulate_blocks(s(compact, n_blocks * B), s(x, n_x), s(blocks, n_blocks), n_blocks, B, n_x);
+  s.finish();
+}
+inline void zero_blocks(float* x, const int32_t* blocks, size_t n_blocks, size_t B, size_t n_x) {
+  Stager s("zero_blocks");
+  k::zero_blocks(s(x, n_x), s(blocks, n_blocks), n_blocks, B, n_x);
+  s.finish();
+}
+inline void block_l1_norms(double* out, const float* x, const int32_t* blocks, size_t n_blocks,
+                           size_t B, size_t n_x) {
+  Stager s("block_l1_norms");
+  k::block_l1_norms(s(out, n_blocks), s(x, n_x), s(blocks, n_blocks), n_blocks, B, n_x);
+  s.finish();
+}
+inline void increment_clamped(int32_t* x, size_t n, int32_t cap) {
+  Stager s("increment_clamped");
+  k::increment_clamped(s(x, n), n, cap);
+  s.finish();
+}
+inline void gather(float* out, const float* x, const uint32_t* idx, size_t k) {
+  Stager s("gather");
+  k::gather(s(out, k), s(x, extent(idx, k)), s(idx, k), k);
+  s.finish();
+}
+inline void scatter(float* x, const float* in, const uint32_t* idx, size_t k) {
+  Stager s("scatter");
+  k::scatter(s(x, extent(idx, k)), s(in, k), s(idx, k), k);
+  s.finish();
+}
+inline void scale_at(float* x, const uint32_t* idx, size_t k, float v) {
+  Stager s("scale_at");
+  k::scale_at(s(x, extent(idx, k)), s(idx, k), k, v);
+  s.finish();
+}
+inline void mask_score(float* out, float a, const float* x, float b, const float* y, size_t n) {
+  Stager s("mask_score");
+  k::mask_score(s(out, n), a, s(x, n), b, s(y, n), n);
+  s.finish();
+}
+inline void age_bonus(float* scores, const float* last, float kb, float now, size_t n) {
+  Stager s("age_bonus");
+  k::age_bonus(s(scores, n), s(last, n), kb, now, n);
+  s.finish();
+}
+inline void top_k_indices(const float* scores, size_t n, size_t kk, uint32_t* out) {
+  Stager s("top_k_indices");
+  k::top_k_indices(s(scores, n), n, kk, s(out, kk));
+  s.finish();
+}
 inline void nesterov_outer(float* anchor, float* m, const float* delta, float lr, float mu,
                            size_t n) {
   Stager s("nesterov_outer");
@@ -385,6 +457,19 @@ inline kernels::OpTable cuda_staged_ops() {
   t.scale = staged::scale;
   t.axpy = staged::axpy;
   t.nesterov_outer = staged::nesterov_outer;
+  t.axpby = staged::axpby;
+  t.accumulate_sum_squares = staged::accumulate_sum_squares;
+  t.gather = staged::gather;
+  t.scatter = staged::scatter;
+  t.scale_at = staged::scale_at;
+  t.mask_score = staged::mask_score;
+  t.age_bonus = staged::age_bonus;
+  t.top_k_indices = staged::top_k_indices;
+  t.sum = staged::sum;
+  t.accumulate_blocks = staged::accumulate_blocks;
+  t.zero_blocks = staged::zero_blocks;
+  t.block_l1_norms = staged::block_l1_norms;
+  t.increment_clamped = staged::increment_clamped;
   t.sum_squares = staged::sum_squares;
   t.to_bf16 = staged::to_bf16;
   t.from_bf16 = staged::from_bf16;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(CudaMisalignedMatmul, CudaMisalignedMatmulTest,
                            return info.param.name;
                          });
 
-// add / accumulate / scale / axpy / nesterov_outer / sum_squares on values k/16 (small k), with
+// add / accumulate / scale / axpy / axpby / nesterov_outer / sum_squares /
+// accumulate_sum_squares on values k/16 (small k), with
 // binary-fraction factors: every result is exact.
 TEST(CudaElementwise, Exact) {
   SKIP_WITHOUT_GPU();
@@ -127,6 +129,63 @@ TEST(CudaElementwise, Exact) {
     EXPECT_EQ(wrong_m, 0u) << "nesterov_outer m, n = " << n;
     EXPECT_EQ(wrong_anchor, 0u) << "nesterov_outer anchor, n = " << n;
     EXPECT_TRUE(y.guards_intact() && anchor.guards_intact() && m.guards_intact());
+    Guarded<float> z = a, acc = a;
+    ops.axpby(z.data(), -0.75f, b.data(), 0.5f, n);
+    double exact_acc = 0;
+    for (size_t k = 0; k < n; ++k) exact_acc += double(a[k] + b[k]) * double(a[k] + b[k]);
+    EXPECT_EQ(ops.accumulate_sum_squares(acc.data(), b.data(), n), exact_acc)
+        << "accumulate_sum_squares, n = " << n;
+    size_t wrong_axpby = 0, wrong_acc_sum = 0;
+    for (size_t k = 0; k < n; ++k) {
+      wrong_axpby += z[k] != 0.5f * a[k] - 0.75f * b[k];
+      wrong_acc_sum += acc[k] != a[k] + b[k];
+    }
+    EXPECT_EQ(wrong_axpby, 0u) << "axpby, n = " << n;
+    EXPECT_EQ(wrong_acc_sum, 0u) << "accumulate_sum_squares' sum, n = " << n;
+    EXPECT_TRUE(z.guards_intact() && acc.guards_intact());
+  }
+}
+
+// The block moves of dynamic sparse training (staged) against the CPU table, bit for bit:
+// blocks of 16 of a matrix cut at 16 k + 5 (the cut block listed), lists of many blocks, in an
+// order that is not sorted; and sum on exact data.
+TEST(CudaBlockOps, MatchTheCpuBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  for (size_t nb_total : {size_t{1}, size_t{300}, size_t{70001}}) {
+    const size_t B = 16, n_x = (nb_total - 1) * B + 5;
+    Rng rng(nb_total);
+    std::vector<float> x(n_x), pre(nb_total * B);
+    for (auto& v : x) v = float(rng.normal());
+    for (auto& v : pre) v = float(int(rng.below(129)) - 64) / 16;
+    std::vector<int32_t> blocks;
+    for (size_t b = 0; b < nb_total; ++b)
+      if (b + 1 == nb_total || rng.below(3) == 0) blocks.push_back(int32_t(b));
+    for (size_t j = blocks.size(); j > 1; --j) std::swap(blocks[j - 1], blocks[rng.below(j)]);
+    const size_t nb = blocks.size();
+    std::vector<float> ca(pre.begin(), pre.begin() + ptrdiff_t(nb * B)), cb = ca, za = x, zb = x;
+    cuda.accumulate_blocks(ca.data(), x.data(), blocks.data(), nb, B, n_x);
+    cpu.accumulate_blocks(cb.data(), x.data(), blocks.data(), nb, B, n_x);
+    cuda.zero_blocks(za.data(), blocks.data(), nb, B, n_x);
+    cpu.zero_blocks(zb.data(), blocks.data(), nb, B, n_x);
+    std::vector<double> la(nb, -1), lb(nb, -2);
+    cuda.block_l1_norms(la.data(), x.data(), blocks.data(), nb, B, n_x);
+    cpu.block_l1_norms(lb.data(), x.data(), blocks.data(), nb, B, n_x);
+    EXPECT_EQ(std::memcmp(ca.data(), cb.data(), ca.size() * sizeof(float)), 0)
+        << "accumulate_blocks, " << nb_total << " blocks";
+    EXPECT_EQ(std::memcmp(za.data(), zb.data(), za.size() * sizeof(float)), 0)
+        << "zero_blocks, " << nb_total << " blocks";
+    EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(double)), 0)
+        << "block_l1_norms, " << nb_total << " blocks";
+    std::vector<int32_t> sa(nb), sb(nb);
+    for (size_t j = 0; j < nb; ++j) sa[j] = sb[j] = int32_t(rng.below(9));
+    cuda.increment_clamped(sa.data(), nb, 7);
+    cpu.increment_clamped(sb.data(), nb, 7);
+    EXPECT_EQ(sa, sb) << "increment_clamped";
+    double exact = 0;
+    for (float v : pre) exact += double(v);
+    EXPECT_EQ(cuda.sum(pre.data(), pre.size()), exact) << "sum";
   }
 }
 

@@ -3,13 +3,15 @@
 // ties to the lower index, sorted) on Gaussian scores, on scores with many ties (a few distinct
 // values), with NaNs, infinities, signed zeros and subnormals, for k = 0, 1, n/100, n - 1, n
 // and with the cut among the zeros and at the smallest subnormal, sizes around the
-// 4096-element tile and past 1024 tiles; gather and scatter on exact data. Buffers are staged with
+// 4096-element tile and past 1024 tiles; gather, scatter, scale_at, the mask score and the age
+// bonus on exact data, through the op table as SCAPE calls them. Buffers are staged with
 // guard bands (cuda_staged_ops.h's Stager). Without a GPU every test is SKIPPED, never passed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -126,6 +128,47 @@ TEST(CudaSparseSelect, GatherScatterExact) {
       j += listed;
     }
     EXPECT_EQ(wrong, 0u) << "n = " << n;
+  }
+}
+
+// The op-table entries SCAPE calls (staged) against the CPU table on exact values (binary
+// fractions: every product and sum exact, fused or not): equal bit for bit.
+TEST(CudaSparseSelect, ScoreAndScaleAtMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = gossamer::cuda_test::cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  for (size_t n : {size_t{1}, size_t{1025}, size_t{300001}}) {
+    Rng rng(n + 5);
+    std::vector<float> x(n), y(n), last(n);
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = float(int(rng.below(257)) - 128) / 8;
+      y[i] = float(int(rng.below(257)) - 128) / 8;
+      last[i] = float(rng.below(9));
+    }
+    x[0] = std::nanf("");  // scale_at 0 must write +0 over it
+    std::vector<uint32_t> idx;
+    for (size_t i = 0; i < n; ++i)
+      if (i == 0 || rng.below(3) == 0) idx.push_back(uint32_t(i));
+    size_t wrong = 0;
+    for (float factor : {0.0f, -0.5f}) {
+      std::vector<float> a = x, b = x;
+      cuda.scale_at(a.data(), idx.data(), idx.size(), factor);
+      cpu.scale_at(b.data(), idx.data(), idx.size(), factor);
+      for (size_t i = 0; i < n; ++i) wrong += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    }
+    EXPECT_EQ(wrong, 0u) << "scale_at, n = " << n;
+    x[0] = 1.0f;
+    std::vector<float> sa(n, -1.0f), sb(n, -2.0f), ta(n, -1.0f), tb(n, -2.0f);
+    cuda.mask_score(sa.data(), 0.75f, x.data(), -2.0f, y.data(), n);
+    cpu.mask_score(sb.data(), 0.75f, x.data(), -2.0f, y.data(), n);
+    cuda.mask_score(ta.data(), 1.0f, y.data(), 0.0f, nullptr, n);
+    cpu.mask_score(tb.data(), 1.0f, y.data(), 0.0f, nullptr, n);
+    cuda.age_bonus(sa.data(), last.data(), 0.25f, 5.0f, n);
+    cpu.age_bonus(sb.data(), last.data(), 0.25f, 5.0f, n);
+    size_t wrong_score = 0, wrong_abs = 0;
+    for (size_t i = 0; i < n; ++i) wrong_score += sa[i] != sb[i], wrong_abs += ta[i] != tb[i];
+    EXPECT_EQ(wrong_score, 0u) << "mask_score + age_bonus, n = " << n;
+    EXPECT_EQ(wrong_abs, 0u) << "mask_score without y, n = " << n;
   }
 }
 

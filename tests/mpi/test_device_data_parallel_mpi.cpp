@@ -11,7 +11,10 @@
 // AdamW (zero_stage 2, bf16, two micro-batches, not overlapped); DiLoCo (rounds of 2 steps),
 // GASLoC (mixed_nesterov with one peer, zij_literal on the ring) and gossip (the complete graph,
 // not the exact average): the replicas evaluated apart at step 3, inside a round, and the average
-// swapped into the model for the validation loss and the checkpoint; and a device resume from
+// swapped into the model for the validation loss and the checkpoint; SCAPE sharded (reading A
+// with its defaults, reading B, the stale moves) and unsharded (rank 0's mask): the mask
+// exchange and the sparse collectives on the buffers' communicator; SMET (topology updates every
+// 2 steps); and a device resume from
 // the step-3 checkpoint ends in the same step-6 checkpoint. On GPUs (every rank of a node with
 // its own GPU, as for the nccl tests; SKIPPED otherwise): kernels.device = cuda over NCCL tracks
 // the CPU run at the same world size, which equals one rank (e2e.test_parallel_equivalence).
@@ -113,7 +116,8 @@ TEST_P(DeviceDataParallel, EqualsTheHostRunBitForBitAndResumes) {
       bytes += host[i].value("bytes_sent", int64_t{0});
     }
     EXPECT_GT(bytes, 0);  // the gradients did travel
-    if (std::string(c.optimizer) != "adamw" && std::string(c.optimizer) != "adams") {
+    const std::string method = c.optimizer;
+    if (method == "diloco" || method == "gasloc" || method == "gossip") {
       bool apart = false;  // step 3 is inside a round: each replica evaluated on its own
       for (const json& line : host) apart |= line.contains("val_loss_replicas");
       EXPECT_TRUE(apart) << "no evaluation of the replicas apart";
@@ -138,32 +142,50 @@ TEST_P(DeviceDataParallel, EqualsTheHostRunBitForBitAndResumes) {
         (fs::path(resumed_dir) / "checkpoints" / "step_00000006").string());
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, DeviceDataParallel,
-                         ::testing::Values(Case{"gpt2", "adamw", 0, "fp32", true},
-                                           Case{"llama", "adams", 1, "bf16", true},
-                                           Case{"gpt2", "adamw", 2, "bf16", false},
-                                           Case{"gpt2", "diloco", 0, "fp32", true},
-                                           Case{"llama", "gasloc", 0, "fp32", true,
-                                                R"({"gasloc": {"local_steps": 2,
+INSTANTIATE_TEST_SUITE_P(
+    Methods, DeviceDataParallel,
+    ::testing::Values(
+        Case{"gpt2", "adamw", 0, "fp32", true}, Case{"llama", "adams", 1, "bf16", true},
+        Case{"gpt2", "adamw", 2, "bf16", false}, Case{"gpt2", "diloco", 0, "fp32", true},
+        Case{"llama", "gasloc", 0, "fp32", true,
+             R"({"gasloc": {"local_steps": 2,
                                                     "topology": "one_peer"}})",
-                                                "_one_peer"},
-                                           Case{"gpt2", "gasloc", 0, "fp32", true,
-                                                R"({"gasloc": {"local_steps": 2, "topology": "ring",
+             "_one_peer"},
+        Case{"gpt2", "gasloc", 0, "fp32", true,
+             R"({"gasloc": {"local_steps": 2, "topology": "ring",
                                                     "mode": "zij_literal"}})",
-                                                "_ring_zij"},
-                                           Case{"gpt2", "gossip", 0, "fp32", true,
-                                                R"({"gossip": {"local_steps": 1,
+             "_ring_zij"},
+        Case{"gpt2", "gossip", 0, "fp32", true,
+             R"({"gossip": {"local_steps": 1,
                                                     "topology": "complete", "gossip_weight": 0.2}})",
-                                                "_complete"}),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
-                                  std::to_string(i.param.zero_stage) + "_" + i.param.comm_dtype +
-                                  i.param.label;
-                         });
+             "_complete"},
+        // SCAPE sharded with its defaults (the mask exchange
+        // overlapped, the sparse collectives), reading B,
+        // the stale moves, and unsharded with rank 0's mask.
+        Case{"gpt2", "scape", 1, "fp32", true},
+        Case{"llama", "scape", 1, "fp32", true,
+             R"({"scape": {"reading": "B",
+                                                    "mask_encoding": "indices"}})",
+             "_reading_b"},
+        Case{"llama", "scape", 1, "fp32", true,
+             R"({"scape": {"stale_momentum": true,
+                                                    "sparsity": 0.9, "mask_encoding": "bitmap"}})",
+             "_stale"},
+        Case{"gpt2", "scape", 0, "fp32", true, "{}", "_mask_from_rank0"},
+        // SMET: the compact gradients all-reduced view by
+        // view, topology updates at steps 2, 4 and 6.
+        Case{"llama", "smet", 0, "fp32", true, R"({"dst": {"update_interval": 2}})", "_topology"}),
+    [](const ::testing::TestParamInfo<Case>& i) {
+      return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
+             std::to_string(i.param.zero_stage) + "_" + i.param.comm_dtype + i.param.label;
+    });
 
 // The real thing: the CUDA op table and NCCL (one GPU per rank). The same arithmetic on both
 // sides (fp32 compute; the AdamS case sends bf16 gradients on both), so the first step agrees
 // to 1e-4 and the others drift only by summation order: 5e-3, as in gpu.test_cuda_training.
+// SCAPE's masks come from the drifting momentum, and SMET's pruned blocks from the drifting
+// weights, so a coordinate or a block at the cut may differ; one of a hundred changes the loss
+// far less than the tolerance.
 TEST(DeviceDataParallelOnGpus, NcclRunsTrackTheCpuRuns) {
   if (g_nccl == nullptr) GTEST_SKIP() << "SKIPPED: no GPU per rank: " << g_nccl_skip;
   SharedDir dir;
@@ -172,7 +194,9 @@ TEST(DeviceDataParallelOnGpus, NcclRunsTrackTheCpuRuns) {
   const Corpus corpus = gossamer::testing::corpus_in(dir.path());
   const Case cases[] = {{"gpt2", "adamw", 0, "fp32", true},
                         {"llama", "adams", 2, "bf16", false},
-                        {"gpt2", "diloco", 0, "fp32", true}};
+                        {"gpt2", "diloco", 0, "fp32", true},
+                        {"gpt2", "scape", 1, "fp32", true},
+                        {"gpt2", "smet", 0, "fp32", true, R"({"dst": {"update_interval": 2}})"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.family) + " " + c.optimizer);
     const std::string host_dir = dir.file(std::string("host-") + c.optimizer),

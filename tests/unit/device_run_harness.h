@@ -98,6 +98,8 @@ inline std::vector<json> metrics_of(const std::string& run_dir) {
     for (const char* timed : {"time_s", "tokens_per_s", "mfu", "comm"}) j.erase(timed);
     if (j.contains("ranks"))
       for (json& r : j["ranks"]) r.erase("wait_s");
+    if (j.contains("optim"))  // SCAPE's mask exchange
+      for (const char* timed : {"mask_wait_s", "mask_exchange_s"}) j["optim"].erase(timed);
     out.push_back(std::move(j));
   }
   return out;

@@ -237,7 +237,10 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(accumulate);
     GOSSAMER_GUARD(scale);
     GOSSAMER_GUARD(axpy);
+    GOSSAMER_GUARD(axpby);
     GOSSAMER_GUARD(sum_squares);
+    GOSSAMER_GUARD(accumulate_sum_squares);
+    GOSSAMER_GUARD(sum);
     GOSSAMER_GUARD(to_bf16);
     GOSSAMER_GUARD(from_bf16);
     GOSSAMER_GUARD(crossentropy_forward);
@@ -248,6 +251,16 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(adams_update_indexed);
     GOSSAMER_GUARD(adams_update_from_momentum);
     GOSSAMER_GUARD(nesterov_outer);
+    GOSSAMER_GUARD(gather);
+    GOSSAMER_GUARD(scatter);
+    GOSSAMER_GUARD(scale_at);
+    GOSSAMER_GUARD(mask_score);
+    GOSSAMER_GUARD(age_bonus);
+    GOSSAMER_GUARD(top_k_indices);
+    GOSSAMER_GUARD(accumulate_blocks);
+    GOSSAMER_GUARD(zero_blocks);
+    GOSSAMER_GUARD(block_l1_norms);
+    GOSSAMER_GUARD(increment_clamped);
 #undef GOSSAMER_GUARD
     return t;
   }();

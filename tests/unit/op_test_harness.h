@@ -67,6 +67,14 @@ template <>
 inline uint16_t sentinel<uint16_t>() {  // bf16 buffers: a NaN pattern to_bf16 never writes
   return uint16_t{0x7FA5};
 }
+template <>
+inline uint32_t sentinel<uint32_t>() {  // index buffers: above any index of the tests
+  return uint32_t{0xA5A5A5A5};
+}
+template <>
+inline int32_t sentinel<int32_t>() {  // step counts: far from any count of the tests
+  return int32_t{-0x5A5A5A5B};
+}
 
 // A buffer of n elements with kGuard sentinels on each side.
 template <class T>

@@ -76,7 +76,15 @@ struct Case {
   const char* family;
   const char* optimizer;
   int zero_stage;
+  const char* method = "{}";  // merged into the optimizer section (JSON)
+  const char* label = "";     // added to the test's name
 };
+
+json config_for(const Case& c, const Corpus& corpus, const std::string& out_dir) {
+  json j = run_json(corpus, c.family, c.optimizer, c.zero_stage, out_dir);
+  j["optimizer"].update(json::parse(c.method), /*merge_objects=*/true);
+  return j;
+}
 
 class DeviceTraining : public ::testing::TestWithParam<Case> {};
 
@@ -86,10 +94,9 @@ TEST_P(DeviceTraining, EqualsTheHostRunBitForBitAndResumes) {
   const Corpus corpus = gossamer::testing::write_corpus(dir.path(), 500);
   const std::string host_dir = dir.file("host"), dev_dir = dir.file("device"),
                     resumed_dir = dir.file("resumed");
-  ASSERT_EQ(train_with(run_json(corpus, c.family, c.optimizer, c.zero_stage, host_dir), nullptr),
-            0);
+  ASSERT_EQ(train_with(config_for(c, corpus, host_dir), nullptr), 0);
   // The device run measures its MFU peak through the table's matmul.
-  json dev_config = run_json(corpus, c.family, c.optimizer, c.zero_stage, dev_dir);
+  json dev_config = config_for(c, corpus, dev_dir);
   dev_config.erase("metrics");
   ASSERT_EQ(train_with(dev_config, &guarded_device_ops()), 0);
 
@@ -107,20 +114,43 @@ TEST_P(DeviceTraining, EqualsTheHostRunBitForBitAndResumes) {
   fs::copy(fs::path(dev_dir) / "checkpoints" / "step_00000003",
            fs::path(resumed_dir) / "checkpoints" / "step_00000003", fs::copy_options::recursive);
   fs::copy_file(fs::path(dev_dir) / "config.json", fs::path(resumed_dir) / "config.json");
-  ASSERT_EQ(train_with(run_json(corpus, c.family, c.optimizer, c.zero_stage, resumed_dir),
-                       &guarded_device_ops(), resumed_dir),
-            0);
+  ASSERT_EQ(train_with(config_for(c, corpus, resumed_dir), &guarded_device_ops(), resumed_dir), 0);
   expect_same_checkpoint((fs::path(host_dir) / "checkpoints" / "step_00000006").string(),
                          (fs::path(resumed_dir) / "checkpoints" / "step_00000006").string());
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, DeviceTraining,
-                         ::testing::Values(Case{"gpt2", "adamw", 0}, Case{"llama", "adams", 0},
-                                           Case{"gpt2", "adams", 2}, Case{"llama", "diloco", 0}),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
-                                  std::to_string(i.param.zero_stage);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Methods, DeviceTraining,
+    ::testing::Values(Case{"gpt2", "adamw", 0}, Case{"llama", "adams", 0}, Case{"gpt2", "adams", 2},
+                      Case{"llama", "diloco", 0},
+                      // SCAPE with its defaults (reading A, the age normaliser and
+                      // bonus), reading B, and the options with loops of their own.
+                      Case{"gpt2", "scape", 0},
+                      Case{"llama", "scape", 0,
+                           R"({"scape": {"reading": "B", "catch_up_max": 4,
+                                                "mask_encoding": "bitmap"}})",
+                           "_reading_b"},
+                      Case{"gpt2", "scape", 0,
+                           R"({"scape": {"stale_momentum": true, "normaliser": "frozen",
+                                                "mask_per_tensor": true, "mask_score": "gradient",
+                                                "sparsity_ramp_steps": 2}})",
+                           "_options"},
+                      Case{"llama", "scape", 0,
+                           R"({"scape": {"error_feedback": "momentum", "normaliser": "step",
+                                                "residual_keeps_clipped": true,
+                                                "log_selection_by_tensor": true}})",
+                           "_momentum_feedback"},
+                      // SMET and dst with a topology update every 2 steps (at 2, 4 and 6: the
+                      // resume from step 3 crosses two), in blocks of 16 and of 1.
+                      Case{"gpt2", "smet", 0, R"({"dst": {"update_interval": 2}})", "_topology"},
+                      Case{"llama", "dst", 0,
+                           R"({"dst": {"update_interval": 2, "density": 0.3, "block_size": 1}})",
+                           "_blocks_of_1"},
+                      Case{"llama", "local_adamw", 0}),
+    [](const ::testing::TestParamInfo<Case>& i) {
+      return std::string(i.param.family) + "_" + i.param.optimizer + "_zero" +
+             std::to_string(i.param.zero_stage) + i.param.label;
+    });
 
 TEST(DeviceTraining, SamplingReadsTheLogitsBack) {
   gossamer::model::ModelConfig cfg;
@@ -165,18 +195,6 @@ TEST(DeviceTraining, AnUncommittedParameterEditAborts) {
     m->memory().download(&back, m->params().data(), sizeof back);
     EXPECT_EQ(back, 0.5f) << ops->memory->backend;
   }
-}
-
-TEST(DeviceTraining, RefusesWhatDoesNotRunThereYet) {
-  TempDir dir;
-  const Corpus corpus = gossamer::testing::write_corpus(dir.path(), 500);
-  json config = run_json(corpus, "gpt2", "scape", 0, dir.file("scape"));
-  gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
-                                  {"optimizer.name = \"scape\"", "kernels.device", "diloco"});
-  EXPECT_FALSE(fs::exists(dir.file("scape") + "/metrics.jsonl"));
-  config = run_json(corpus, "gpt2", "smet", 0, dir.file("smet"));
-  gossamer::testing::expect_error([&] { train_with(config, &guarded_device_ops()); },
-                                  {"optimizer.name = \"smet\"", "kernels.device"});
 }
 
 TEST(DeviceTraining, KernelsDeviceCudaNeedsABuildWithCudaAndAGpu) {

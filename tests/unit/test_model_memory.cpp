@@ -3,12 +3,13 @@
 // GPU (weights drawn into a staging buffer and uploaded view by view, tokens and targets
 // uploaded, per-position losses read back, gradients zeroed through the memory), and every
 // family must compute bit for bit what it computes on the CPU backend's memory, with every
-// upload and read-back counted; routing gradients (host hooks) is refused on such memory.
+// upload and read-back counted; routed gradients reach their hook in that memory, the same values.
 // Buffer<T> itself: zero-filled, round trips at an offset, zero(), moves, copies outside the
 // buffer rejected.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "core/buffer.h"
@@ -107,8 +108,36 @@ TEST(ModelMemory, DevicePathsEqualTheHostPathsBitForBit) {
     const size_t nl = size_t(B) * T * cfg.padded_vocab_resolved();
     EXPECT_EQ(std::memcmp(host->logits(), dev->logits(), nl * sizeof(float)), 0)
         << model::family_name(row.family) << ": logits";
-    EXPECT_THROW(dev->route_block_weight_gradients([](size_t, const float*) {}), Error);
   }
+}
+
+// Routed block gradients (SMET's) on device memory: the hook gets each matrix's gradient in the
+// model's memory (here readable, so the test can compare), the same bytes as on host memory.
+TEST(ModelMemory, RoutedGradientsReachTheHookInTheModelsMemory) {
+  model::ModelConfig cfg;
+  cfg.n_layer = 2, cfg.n_head = 2, cfg.d_model = 32, cfg.vocab_size = 61, cfg.max_seq_len = 8;
+  const int B = 2, T = 8;
+  kernels::OpTable pretend = kernels::cpu_ops();
+  pretend.memory = &kPretendDevice;
+  std::map<size_t, std::vector<float>> seen[2];
+  int side = 0;
+  for (const kernels::OpTable* ops :
+       {&kernels::cpu_ops(), static_cast<const kernels::OpTable*>(&pretend)}) {
+    auto m = model::make_model(cfg, B, T, *ops);
+    m->init_weights(5);
+    auto& mine = seen[side++];
+    m->route_block_weight_gradients([&mine, &m](size_t view, const float* grad) {
+      const size_t n = m->layout().views()[view].numel;
+      mine[view].assign(grad, grad + n);
+    });
+    std::vector<int32_t> tokens(B * T), targets(B * T);
+    for (int i = 0; i < B * T; ++i) tokens[i] = (i * 5) % 61, targets[i] = (i * 3 + 1) % 61;
+    m->zero_grad();
+    m->forward(tokens.data(), targets.data(), B, T);
+    m->backward(1.0f);
+  }
+  ASSERT_FALSE(seen[0].empty());
+  EXPECT_EQ(seen[0], seen[1]);
 }
 
 // copy_logits_to reads only what the last forward left as logits: the rows of a forward without

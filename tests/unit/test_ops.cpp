@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "gpt2_op_cases.h"
 #include "kernels/ops.h"
@@ -117,6 +118,12 @@ void check_elementwise(const Ops<T>& ops) {
     for (size_t k = 0; k < n; ++k) wrong += y[k] != a[k] - T(0.75) * b[k];
     EXPECT_EQ(wrong, 0u) << "axpy, n = " << n;
     EXPECT_TRUE(y.guards_intact());
+    Guarded<T> z = a;
+    ops.axpby(z.data(), T(-0.75), b.data(), T(0.5), n);
+    wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += z[k] != T(0.5) * a[k] - T(0.75) * b[k];
+    EXPECT_EQ(wrong, 0u) << "axpby, n = " << n;
+    EXPECT_TRUE(z.guards_intact());
     // The outer Nesterov step: lr and mu are binary fractions, every value exact.
     Guarded<T> anchor = a, m = b;
     const Guarded<T> delta = exact_values<T>(n, 3);
@@ -134,6 +141,19 @@ void check_elementwise(const Ops<T>& ops) {
     double exact = 0;
     for (size_t k = 0; k < n; ++k) exact += double(a[k]) * double(a[k]);
     EXPECT_EQ(ops.sum_squares(a.data(), n), exact) << "sum_squares, n = " << n;
+    double exact_sum = 0;
+    for (size_t k = 0; k < n; ++k) exact_sum += double(a[k]);
+    EXPECT_EQ(ops.sum(a.data(), n), exact_sum) << "sum, n = " << n;
+    // accumulate_sum_squares: y += b, and the squares of the new y, exact the same way.
+    Guarded<T> acc = a;
+    double exact_acc = 0;
+    for (size_t k = 0; k < n; ++k) exact_acc += double(a[k] + b[k]) * double(a[k] + b[k]);
+    EXPECT_EQ(ops.accumulate_sum_squares(acc.data(), b.data(), n), exact_acc)
+        << "accumulate_sum_squares, n = " << n;
+    wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += acc[k] != a[k] + b[k];
+    EXPECT_EQ(wrong, 0u) << "accumulate_sum_squares' sum, n = " << n;
+    EXPECT_TRUE(acc.guards_intact());
   }
 }
 
@@ -142,6 +162,153 @@ TEST(Elementwise, ExactFloat) {
 }
 TEST(Elementwise, ExactDouble) {
   check_elementwise(kernels::cpu_ops_f64());
+}
+
+// SCAPE's selection ops: gather / scatter / scale_at at distinct random indices, the mask score
+// and the age bonus on exact values (binary fractions), and top-k against a sort with the tie
+// rule, for both tables.
+template <class T>
+void check_sparse_select(const Ops<T>& ops) {
+  for (size_t n : kSizes) {
+    Rng rng(n + 11);
+    const Guarded<T> a = exact_values<T>(n, 4), b = exact_values<T>(n, 5);
+    // Every other index, shuffled: distinct, unsorted.
+    std::vector<uint32_t> idx;
+    for (size_t i = 0; i < n; i += 2) idx.push_back(uint32_t(i));
+    for (size_t j = idx.size(); j > 1; --j) std::swap(idx[j - 1], idx[rng.below(uint32_t(j))]);
+    const size_t k = idx.size();
+    Guarded<T> out(k, std::numeric_limits<T>::quiet_NaN());
+    ops.gather(out.data(), a.data(), idx.data(), k);
+    size_t wrong = 0;
+    for (size_t j = 0; j < k; ++j) wrong += out[j] != a[idx[j]];
+    EXPECT_EQ(wrong, 0u) << "gather, n = " << n;
+    Guarded<T> x = a;
+    ops.scatter(x.data(), b.data(), idx.data(), k);  // b's first k values
+    std::vector<T> want(a.data(), a.data() + n);
+    for (size_t j = 0; j < k; ++j) want[idx[j]] = b[j];
+    wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += x[i] != want[i];
+    EXPECT_EQ(wrong, 0u) << "scatter, n = " << n;
+    Guarded<T> y = a;
+    if (n > 0) y[0] = std::numeric_limits<T>::quiet_NaN();  // index 0 is listed: zeroed below
+    ops.scale_at(y.data(), idx.data(), k, T(0));
+    Guarded<T> h = a;
+    ops.scale_at(h.data(), idx.data(), k, T(-0.5));
+    size_t wrong_zero = 0, wrong_half = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const bool listed = i % 2 == 0;
+      wrong_zero += listed ? !(y[i] == T(0) && !std::signbit(y[i])) : y[i] != a[i];
+      wrong_half += h[i] != (listed ? T(-0.5) * a[i] : a[i]);
+    }
+    EXPECT_EQ(wrong_zero, 0u) << "scale_at 0, n = " << n;
+    EXPECT_EQ(wrong_half, 0u) << "scale_at -0.5, n = " << n;
+    // mask_score with and without y, then the age bonus with last steps 0..7 at step 5.
+    Guarded<T> sc(n, std::numeric_limits<T>::quiet_NaN()),
+        sx(n, std::numeric_limits<T>::quiet_NaN());
+    ops.mask_score(sc.data(), T(0.75), a.data(), T(-2), b.data(), n);
+    ops.mask_score(sx.data(), T(1), a.data(), T(3), nullptr, n);
+    std::vector<float> last(n);
+    for (size_t i = 0; i < n; ++i) last[i] = float(i % 8);
+    Guarded<T> aged = sc;
+    ops.age_bonus(aged.data(), last.data(), T(0.25), T(5), n);
+    size_t wrong_score = 0, wrong_abs = 0, wrong_age = 0;
+    for (size_t i = 0; i < n; ++i) {
+      wrong_score += sc[i] != std::fabs(T(0.75) * a[i] - T(2) * b[i]);
+      wrong_abs += sx[i] != std::fabs(a[i]);
+      wrong_age += aged[i] != sc[i] * (T(1) + T(0.25) * std::max(T(0), T(5) - T(i % 8)));
+    }
+    EXPECT_EQ(wrong_score, 0u) << "mask_score, n = " << n;
+    EXPECT_EQ(wrong_abs, 0u) << "mask_score without y, n = " << n;
+    EXPECT_EQ(wrong_age, 0u) << "age_bonus, n = " << n;
+    EXPECT_TRUE(out.guards_intact() && x.guards_intact() && y.guards_intact() &&
+                h.guards_intact() && sc.guards_intact() && sx.guards_intact() &&
+                aged.guards_intact());
+    // top-k of values with many ties (1/16 steps), a NaN and a -0: the indices of a stable
+    // sort by decreasing value (NaN last, -0 == +0), the first k of them sorted.
+    Guarded<T> keys = a;
+    if (n > 3) keys[1] = std::numeric_limits<T>::quiet_NaN(), keys[2] = T(-0.0), keys[3] = T(0);
+    std::vector<uint32_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = uint32_t(i);
+    auto key = [&](uint32_t i) {
+      return keys[i] != keys[i] ? -std::numeric_limits<T>::infinity() : keys[i];
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t p, uint32_t q) { return key(p) > key(q); });
+    for (size_t kk : {size_t(0), n / 3, n}) {
+      Guarded<uint32_t> got(kk, 0xffffffffu);
+      ops.top_k_indices(keys.data(), n, kk, got.data());
+      std::vector<uint32_t> expect(order.begin(), order.begin() + ptrdiff_t(kk));
+      std::sort(expect.begin(), expect.end());
+      EXPECT_EQ(std::vector<uint32_t>(got.data(), got.data() + kk), expect)
+          << "top_k_indices, n = " << n << ", k = " << kk;
+      EXPECT_TRUE(got.guards_intact());
+    }
+  }
+}
+
+TEST(SparseSelect, ExactFloat) {
+  check_sparse_select(kernels::cpu_ops());
+}
+TEST(SparseSelect, ExactDouble) {
+  check_sparse_select(kernels::cpu_ops_f64());
+}
+
+TEST(SparseSelect, TopKRejectsKAboveN) {
+  const float scores[3] = {1, 2, 3};
+  uint32_t out[4];
+  EXPECT_THROW(kernels::cpu_ops().top_k_indices(scores, 3, 4, out), gossamer::Error);
+}
+
+// The block moves of dynamic sparse training on a matrix of 165 elements in blocks of 16 (the
+// last block cut to 5), a list that holds the cut block, on exact values.
+template <class T>
+void check_block_ops(const Ops<T>& ops) {
+  const size_t B = 16, n_x = 165;
+  const int32_t blocks[] = {10, 3, 0, 7};
+  const size_t nb = 4;
+  const auto elements = [&](int32_t b) { return std::min(B, n_x - size_t(b) * B); };
+  const Guarded<T> x = exact_values<T>(n_x, 6), pre = exact_values<T>(nb * B, 7);
+  Guarded<T> compact = pre;
+  ops.accumulate_blocks(compact.data(), x.data(), blocks, nb, B, n_x);
+  size_t wrong = 0;
+  for (size_t j = 0; j < nb; ++j)
+    for (size_t i = 0; i < B; ++i)
+      wrong += compact[j * B + i] != (i < elements(blocks[j])
+                                          ? pre[j * B + i] + x[size_t(blocks[j]) * B + i]
+                                          : pre[j * B + i]);
+  EXPECT_EQ(wrong, 0u) << "accumulate_blocks";
+  Guarded<T> z = x;
+  ops.zero_blocks(z.data(), blocks, nb, B, n_x);
+  wrong = 0;
+  for (size_t e = 0; e < n_x; ++e) {
+    const int32_t b = int32_t(e / B);
+    const bool listed = std::find(blocks, blocks + nb, b) != blocks + nb;
+    wrong += z[e] != (listed ? T(0) : x[e]);
+  }
+  EXPECT_EQ(wrong, 0u) << "zero_blocks";
+  Guarded<double> l1(nb, -1.0);
+  ops.block_l1_norms(l1.data(), x.data(), blocks, nb, B, n_x);
+  wrong = 0;
+  for (size_t j = 0; j < nb; ++j) {
+    double want = 0;
+    for (size_t i = 0; i < elements(blocks[j]); ++i)
+      want += std::fabs(double(x[size_t(blocks[j]) * B + i]));
+    wrong += l1[j] != want;
+  }
+  EXPECT_EQ(wrong, 0u) << "block_l1_norms";
+  Guarded<int32_t> steps(4, 0);
+  steps[0] = 0, steps[1] = 5, steps[2] = 6, steps[3] = 7;
+  ops.increment_clamped(steps.data(), 4, 7);
+  EXPECT_TRUE(steps[0] == 1 && steps[1] == 6 && steps[2] == 7 && steps[3] == 7) << "increment";
+  EXPECT_TRUE(compact.guards_intact() && z.guards_intact() && l1.guards_intact() &&
+              steps.guards_intact());
+}
+
+TEST(BlockOps, ExactFloat) {
+  check_block_ops(kernels::cpu_ops());
+}
+TEST(BlockOps, ExactDouble) {
+  check_block_ops(kernels::cpu_ops_f64());
 }
 
 TEST(Elementwise, SumSquaresAccurateAndDeterministic) {
