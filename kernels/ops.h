@@ -61,6 +61,9 @@ struct BasicOpTable {
   void (*axpy)(Real* y, Real a, const Real* x, size_t n);           // y += a x
   void (*axpby)(Real* y, Real a, const Real* x, Real b, size_t n);  // y = b y + a x
   double (*sum_squares)(const Real* x, size_t n);
+  // *out = sum_squares(x, n), the same bits, left in the table's memory: no host round trip
+  // (DataParallel's per-bucket check, read once per step).
+  void (*sum_squares_to)(double* out, const Real* x, size_t n);
   // y += x; returns the sum of the squares of the new y (one pass).
   double (*accumulate_sum_squares)(Real* y, const Real* x, size_t n);
   double (*sum)(const Real* x, size_t n);
@@ -136,6 +139,7 @@ struct BasicOpTable {
     f("axpy", axpy);
     f("axpby", axpby);
     f("sum_squares", sum_squares);
+    f("sum_squares_to", sum_squares_to);
     f("accumulate_sum_squares", accumulate_sum_squares);
     f("sum", sum);
     f("to_bf16", to_bf16);

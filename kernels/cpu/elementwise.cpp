@@ -91,6 +91,11 @@ double sum_squares(const T* x, size_t n) {
 }
 
 template <class T>
+void sum_squares_to(double* out, const T* x, size_t n) {
+  *out = sum_squares(x, n);
+}
+
+template <class T>
 double accumulate_sum_squares(T* y, const T* x, size_t n) {
   return blocked_sum(n, [y, x](size_t i) {
     y[i] += x[i];
@@ -130,6 +135,8 @@ template double sum_squares<float>(const float*, size_t);
 template double accumulate_sum_squares<float>(float*, const float*, size_t);
 template double accumulate_sum_squares<double>(double*, const double*, size_t);
 template double sum<float>(const float*, size_t);
+template void sum_squares_to<float>(double*, const float*, size_t);
+template void sum_squares_to<double>(double*, const double*, size_t);
 template double sum<double>(const double*, size_t);
 template double sum_squares<double>(const double*, size_t);
 template void to_bf16<float>(uint16_t*, const float*, size_t);

@@ -6,6 +6,7 @@
 //   axpby:        y = b y + a x
 //   sum_squares:  returns sum x^2, accumulated in double in a fixed order (deterministic for
 //                 a fixed thread count)
+//   sum_squares_to: *out = sum_squares(x, n)
 //   accumulate_sum_squares: y += x, and returns the sum of the new y^2 in sum_squares' order
 //   sum:          returns sum x in double, in sum_squares' order
 //   to_bf16:      out = bf16(in), nearest with ties to even, NaN kept NaN (double: via float)
@@ -34,6 +35,9 @@ void axpby(T* y, T a, const T* x, T b, size_t n);
 
 template <class T>
 double sum_squares(const T* x, size_t n);
+
+template <class T>
+void sum_squares_to(double* out, const T* x, size_t n);
 
 template <class T>
 double accumulate_sum_squares(T* y, const T* x, size_t n);

@@ -52,6 +52,7 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .axpy = cpu::axpy<Real>,
       .axpby = cpu::axpby<Real>,
       .sum_squares = cpu::sum_squares<Real>,
+      .sum_squares_to = cpu::sum_squares_to<Real>,
       .accumulate_sum_squares = cpu::accumulate_sum_squares<Real>,
       .sum = cpu::sum<Real>,
       .to_bf16 = cpu::to_bf16<Real>,

@@ -83,6 +83,13 @@ __global__ void sum_squares_kernel(float* x, const float* add, bool square, size
   if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
 }
 
+// *out = the partials added in block order, as the host adds them.
+__global__ void add_partials_kernel(const double* partial, unsigned n, double* out) {
+  double total = 0;
+  for (unsigned b = 0; b < n; ++b) total += partial[b];
+  *out = total;
+}
+
 // The sum of the kernel's partials, added on the host in block order.
 double blocked_sum(float* x, const float* add, bool square, size_t n) {
   if (n == 0) return 0.0;
@@ -149,6 +156,19 @@ double sum_squares(const float* x, size_t n) {
 
 double accumulate_sum_squares(float* y, const float* x, size_t n) {
   return blocked_sum(y, x, true, n);
+}
+
+void sum_squares_to(double* out, const float* x, size_t n) {
+  if (n == 0) {
+    GOSSAMER_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), stream()));
+    return;
+  }
+  auto* partial = static_cast<double*>(workspace(kSumBlocks * sizeof(double)));
+  sum_squares_kernel<<<kSumBlocks, kThreads, 0, stream()>>>(const_cast<float*>(x), nullptr, true, n,
+                                                            partial);
+  GOSSAMER_CUDA_LAUNCHED("sum_squares_kernel");
+  add_partials_kernel<<<1, 1, 0, stream()>>>(partial, kSumBlocks, out);
+  GOSSAMER_CUDA_LAUNCHED("add_partials_kernel");
 }
 
 double sum(const float* x, size_t n) {

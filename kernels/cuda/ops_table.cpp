@@ -49,6 +49,7 @@ constexpr OpTable kCudaOps{
     .axpy = axpy,
     .axpby = axpby,
     .sum_squares = sum_squares,
+    .sum_squares_to = sum_squares_to,
     .accumulate_sum_squares = accumulate_sum_squares,
     .sum = sum,
     .to_bf16 = to_bf16,

@@ -25,6 +25,8 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
   rule_ = make_rule(cfg_, setup.layout, ops_, own_);
   if (bf16_ && world_ > 1) wire_ = Buffer<uint16_t>(total_, *ops_.memory);
   if (par_.zero_stage == 2) grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
+  bucket_sq_ = Buffer<double>(shards_->num_buckets(), *ops_.memory);
+  bucket_sq_host_.assign(shards_->num_buckets(), 0.0);
 }
 
 DataParallel::~DataParallel() {
@@ -57,10 +59,9 @@ void DataParallel::grads_ready(size_t begin, size_t end) {
 void DataParallel::launch(size_t index) {
   const size_t begin = shards_->bucket_begin(index), n = shards_->bucket_end(index) - begin;
   float* g = grads_.data() + begin;
-  // Checked before anything leaves this rank.
-  const double sumsq = ops_.sum_squares(g, n);
-  local_sumsq_ += sumsq;
-  if (!std::isfinite(sumsq)) local_bad_ = true;
+  // Its local sum of squares, taken before it is reduced and left in the table's memory: on a
+  // GPU nothing waits here, so backward goes on while the bucket travels. Read once per step.
+  ops_.sum_squares_to(bucket_sq_.data() + index, g, n);
   if (world_ == 1) return;
   void* payload = g;
   if (bf16_) {
@@ -86,6 +87,15 @@ void DataParallel::launch_remaining() {
   while (next_bucket_ < shards_->num_buckets()) launch(next_bucket_++);
 }
 
+void DataParallel::tally_checked_buckets() {
+  const size_t n = shards_->num_buckets();
+  bucket_sq_.download(bucket_sq_host_.data(), n);
+  for (size_t b = 0; b < n; ++b) {  // in bucket order, as they were launched
+    local_sumsq_ += bucket_sq_host_[b];
+    if (!std::isfinite(bucket_sq_host_[b])) local_bad_ = true;
+  }
+}
+
 void DataParallel::finish_all() {
   for (size_t k = 0; k < pending_.size(); ++k) {
     pending_[k].wait();
@@ -108,6 +118,7 @@ void DataParallel::micro_batch_end(int index, int count) {
   launch_remaining();
   if (index == count - 1) return;  // the last micro-batch is finished by step()
   // ZeRO-2, not the last micro-batch: keep this rank's reduced pieces, free the rest.
+  tally_checked_buckets();  // its flags; its sums are not the step's norm
   finish_all();
   for (const ShardPiece& p : own_.pieces)
     ops_.accumulate(grad_acc_.data() + p.local, grads_.data() + p.begin, p.size());
@@ -119,6 +130,7 @@ void DataParallel::micro_batch_end(int index, int count) {
 StepResult DataParallel::step(const StepContext& ctx) {
   GOSSAMER_CHECK(attached(), "%s: step before attach()", name());
   launch_remaining();  // everything, when the caller skipped the micro-batch protocol
+  tally_checked_buckets();
   finish_all();
   next_bucket_ = 0;
   agree_gradients_finite(control_, !local_bad_, ctx.t);

@@ -64,19 +64,24 @@ class DataParallel final : public ShardedOptimizer {
   void launch(size_t b);
   void launch_remaining();
   void finish_all();  // waits for launched buckets; unpacks bf16
+  // Reads the launched buckets' sums of squares back (once: one wait for the ops' stream) into
+  // local_sumsq_ and local_bad_.
+  void tally_checked_buckets();
 
   ParallelConfig par_;
   bool bf16_;
   std::unique_ptr<UpdateRule> rule_;
-  Buffer<uint16_t> wire_;   // bf16 staging, flat layout (op memory)
-  Buffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated pieces, packed (op memory)
+  Buffer<uint16_t> wire_;     // bf16 staging, flat layout (op memory)
+  Buffer<float> grad_acc_;    // ZeRO-2: this rank's accumulated pieces, packed (op memory)
+  Buffer<double> bucket_sq_;  // per bucket: its local sum of squares (op memory)
+  std::vector<double> bucket_sq_host_;  // the same, read back
   // Per micro-batch state.
   bool communicating_ = false;
   size_t ready_ = 0, next_bucket_ = 0;
   std::vector<comm::Work> pending_;
   std::vector<size_t> pending_bucket_;
   bool local_bad_ = false;
-  double local_sumsq_ = 0;  // of the local gradients checked this step
+  double local_sumsq_ = 0;  // of the local gradients checked this step (tally_checked_buckets)
 };
 
 }  // namespace gossamer::optim

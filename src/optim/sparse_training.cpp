@@ -124,6 +124,8 @@ SparseTraining::SparseTraining(const OptimizerSetup& setup, const char* name, co
   fresh_slots_dev_ = Buffer<uint32_t>(slots, mem);
   old_slots_dev_ = Buffer<uint32_t>(slots, mem);
   sq_scratch_ = Buffer<float>(slots, mem);
+  launched_sq_ = Buffer<double>(views.size(), mem);  // at most one launch per view
+  launched_sq_host_.assign(views.size(), 0.0);
   fresh_ = HostBuffer<uint8_t>(slots);
   active_numel_ = mask_.active_numel();  // fixed: a view's slots keep their count
   count_fresh();
@@ -221,9 +223,9 @@ void SparseTraining::launch_ready() {
       buf = grads_.data() + views[first].offset;
       n = views[next_view_ - 1].offset + views[next_view_ - 1].numel - views[first].offset;
     }
-    const double sumsq = ops_.sum_squares(buf, n);  // checked before anything leaves this rank
-    local_sumsq_ += sumsq;
-    if (!std::isfinite(sumsq)) local_bad_ = true;
+    // Its local sum of squares, before the reduction, left in the table's memory (no wait on a
+    // GPU); read once per step (tally_checked()).
+    ops_.sum_squares_to(launched_sq_.data() + launched_++, buf, n);
     if (world_ == 1) continue;
     pending_.push_back(comm_.all_reduce(buf, n, DType::F32, ReduceOp::SUM));
     grad_bytes_ += comm::all_reduce_bytes(n, DType::F32, world_).sent;
@@ -240,6 +242,15 @@ void SparseTraining::micro_batch_end(int index, int count) {
                  ready_, total_);
 }
 
+void SparseTraining::tally_checked() {
+  launched_sq_.download(launched_sq_host_.data(), launched_);
+  for (size_t j = 0; j < launched_; ++j) {  // in launch order
+    local_sumsq_ += launched_sq_host_[j];
+    if (!std::isfinite(launched_sq_host_[j])) local_bad_ = true;
+  }
+  launched_ = 0;
+}
+
 void SparseTraining::finish_all() {
   for (comm::Work& w : pending_) w.wait();
   pending_.clear();
@@ -249,6 +260,7 @@ StepResult SparseTraining::step(const StepContext& ctx) {
   GOSSAMER_CHECK(attached(), "%s: step before attach()", name_);
   ready_ = total_;
   launch_ready();  // everything, when the caller skipped the micro-batch protocol
+  tally_checked();
   finish_all();
   next_view_ = 0;
   agree_gradients_finite(control_, !local_bad_, ctx.t);

@@ -87,6 +87,8 @@ class SparseTraining final : public ShardedOptimizer {
   // Checks and starts the all-reduce of the views that end at or before ready_ and have not
   // been sent (last micro-batch): a sparse view's compact slots, a stretch of dense views.
   void launch_ready();
+  // Reads this step's launched sums of squares back (one wait) into local_sumsq_, local_bad_.
+  void tally_checked();
   void finish_all();
   void update(const StepContext& ctx);
   void topology_update(int64_t t);
@@ -115,6 +117,9 @@ class SparseTraining final : public ShardedOptimizer {
   Buffer<int32_t> list_dev_;     // a list of blocks or slots to zero
   Buffer<uint32_t> fresh_slots_dev_, old_slots_dev_;  // the slots by fresh_, for the telemetry
   Buffer<float> sq_scratch_;                          // update_sq_ at one of those lists
+  Buffer<double> launched_sq_;  // per launch this step: its local sum of squares
+  std::vector<double> launched_sq_host_;
+  size_t launched_ = 0;  // launches this step
   // On the host.
   HostBuffer<uint8_t> fresh_;  // per slot: regrown at the last topology update
   std::vector<uint32_t> fresh_slots_, old_slots_;

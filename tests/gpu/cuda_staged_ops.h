@@ -340,6 +340,11 @@ inline double accumulate_sum_squares(float* y, const float* x, size_t n) {
   s.finish();
   return r;
 }
+inline void sum_squares_to(double* out, const float* x, size_t n) {
+  Stager s("sum_squares_to");
+  k::sum_squares_to(s(out, 1), s(x, n), n);
+  s.finish();
+}
 inline double sum(const float* x, size_t n) {
   Stager s("sum");
   const double r = k::sum(s(x, n), n);
@@ -466,6 +471,7 @@ inline kernels::OpTable cuda_staged_ops() {
   t.age_bonus = staged::age_bonus;
   t.top_k_indices = staged::top_k_indices;
   t.sum = staged::sum;
+  t.sum_squares_to = staged::sum_squares_to;
   t.accumulate_blocks = staged::accumulate_blocks;
   t.zero_blocks = staged::zero_blocks;
   t.block_l1_norms = staged::block_l1_norms;

@@ -186,6 +186,11 @@ TEST(CudaBlockOps, MatchTheCpuBitForBit) {
     double exact = 0;
     for (float v : pre) exact += double(v);
     EXPECT_EQ(cuda.sum(pre.data(), pre.size()), exact) << "sum";
+    // sum_squares_to: the bits of sum_squares (on inexact data too), left on the device.
+    double to = -1;
+    cuda.sum_squares_to(&to, x.data(), x.size());
+    const double back = cuda.sum_squares(x.data(), x.size());
+    EXPECT_EQ(std::memcmp(&to, &back, sizeof to), 0) << "sum_squares_to " << to << " vs " << back;
   }
 }
 

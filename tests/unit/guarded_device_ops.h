@@ -239,6 +239,7 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(axpy);
     GOSSAMER_GUARD(axpby);
     GOSSAMER_GUARD(sum_squares);
+    GOSSAMER_GUARD(sum_squares_to);
     GOSSAMER_GUARD(accumulate_sum_squares);
     GOSSAMER_GUARD(sum);
     GOSSAMER_GUARD(to_bf16);

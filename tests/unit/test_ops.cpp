@@ -141,6 +141,10 @@ void check_elementwise(const Ops<T>& ops) {
     double exact = 0;
     for (size_t k = 0; k < n; ++k) exact += double(a[k]) * double(a[k]);
     EXPECT_EQ(ops.sum_squares(a.data(), n), exact) << "sum_squares, n = " << n;
+    Guarded<double> to(1, -1.0);
+    ops.sum_squares_to(to.data(), a.data(), n);
+    EXPECT_EQ(to[0], exact) << "sum_squares_to, n = " << n;
+    EXPECT_TRUE(to.guards_intact());
     double exact_sum = 0;
     for (size_t k = 0; k < n; ++k) exact_sum += double(a[k]);
     EXPECT_EQ(ops.sum(a.data(), n), exact_sum) << "sum, n = " << n;
