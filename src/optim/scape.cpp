@@ -200,6 +200,8 @@ Scape::Scape(const OptimizerSetup& setup)
     tensor_sq_.assign(setup.layout.views().size(), 0.0);
     tensor_owned_.assign(setup.layout.views().size(), 0.0);
     for (const TensorRun& r : tensor_runs_) tensor_owned_[r.tensor] += double(r.n);
+    run_sq_ = Buffer<double>(tensor_runs_.size(), mem);
+    run_sq_host_.assign(tensor_runs_.size(), 0.0);
   }
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
@@ -220,11 +222,12 @@ Scape::Scape(const OptimizerSetup& setup)
   }
   // The mask buffers at the largest density of the run (the ramp's start), so that no step
   // allocates; a mask loaded from a checkpoint written at another sparsity may still grow them.
+  // None when every step is dense (sparsity 0).
   const double saved = mask_density_;
   if (sc_.sparsity_ramp_steps > 0)
     mask_density_ = std::max(density_, 1.0 - sc_.ramp_start_sparsity);
   size_t k_total = 0, send_bytes = 0, recv_bytes = 0;
-  for (int q = 0; q < world_; ++q) {
+  for (int q = 0; q < world_ && density_ < 1.0; ++q) {
     if (!sharded_ && q > 0) break;
     const size_t n = sharded_ ? shards_->size(q) : total_;
     const size_t bytes = std::max(mask_bytes(MaskEncoding::INDICES, k_of(q), n),
@@ -233,7 +236,7 @@ Scape::Scape(const OptimizerSetup& setup)
     recv_bytes += bytes;
     if (q == rank_) send_bytes = bytes;
   }
-  next_dev_ = Buffer<uint32_t>(k_of(rank_), mem);
+  next_dev_ = Buffer<uint32_t>(density_ < 1.0 ? k_of(rank_) : 0, mem);
   mask_density_ = saved;
   mask_dev_ = Buffer<uint32_t>(k_total, mem);
   local_dev_ = Buffer<uint32_t>(next_dev_.size(), mem);
@@ -405,9 +408,14 @@ double Scape::take_mask(bool have_mask, double* exchange_s) {
 // optimizer.scape.mask_per_tensor: scores /= RMS of the scores of the coordinate's tensor (its
 // owned part); a tensor whose scores are all zero stays zero.
 void Scape::normalise_scores_per_tensor(float* scores) {
+  // Every run's sum of squares left in the table's memory, read back once (one wait, not one
+  // per run), added per tensor in run order.
+  for (size_t j = 0; j < tensor_runs_.size(); ++j)
+    ops_.sum_squares_to(run_sq_.data() + j, scores + tensor_runs_[j].local, tensor_runs_[j].n);
+  run_sq_.download(run_sq_host_.data(), tensor_runs_.size());
   std::fill(tensor_sq_.begin(), tensor_sq_.end(), 0.0);
-  for (const TensorRun& r : tensor_runs_)
-    tensor_sq_[r.tensor] += ops_.sum_squares(scores + r.local, r.n);
+  for (size_t j = 0; j < tensor_runs_.size(); ++j)
+    tensor_sq_[tensor_runs_[j].tensor] += run_sq_host_[j];
   for (const TensorRun& r : tensor_runs_) {
     const double rms = std::sqrt(tensor_sq_[r.tensor] / tensor_owned_[r.tensor]);
     if (rms > 0) ops_.scale(scores + r.local, float(1.0 / rms), r.n);

@@ -165,6 +165,8 @@ class Scape final : public ShardedOptimizer {
   // scratch sum of squares per tensor.
   std::vector<TensorRun> tensor_runs_;
   std::vector<double> tensor_owned_, tensor_sq_;
+  Buffer<double> run_sq_;  // per run: its sum of squared scores (op memory)
+  std::vector<double> run_sq_host_;
   std::vector<uint32_t> all_owned_;                   // 0 .. owned-1
   std::vector<uint32_t> own_global_;                  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
