@@ -1,5 +1,6 @@
 // Data parallel with the model, its gradients and the optimizer's state in device memory
-// (kernels.device = cuda at several ranks), checked on the CPU at 2, 3 and 4 ranks: the guarded
+// (kernels.device = cuda at several ranks), checked on the CPU at 2 and 4 ranks (at 3, the cases
+// with uneven splits: tests/CMakeLists.txt): the guarded
 // device table (tests/unit/guarded_device_ops.h) computes, and the guarded device communicator
 // (tests/unit/guarded_device_comm.h) stands where NCCL stands, for the buffers only; the control
 // values (loss, flags, norms, checkpoint state) take the run's own MPI communicator. A host
