@@ -25,8 +25,7 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
   rule_ = make_rule(cfg_, setup.layout, ops_, own_);
   if (bf16_ && world_ > 1) wire_ = Buffer<uint16_t>(total_, *ops_.memory);
   if (par_.zero_stage == 2) grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
-  bucket_sq_ = Buffer<double>(shards_->num_buckets(), *ops_.memory);
-  bucket_sq_host_.assign(shards_->num_buckets(), 0.0);
+  bucket_sq_ = LaunchedSums(shards_->num_buckets(), *ops_.memory);
 }
 
 DataParallel::~DataParallel() {
@@ -61,7 +60,7 @@ void DataParallel::launch(size_t index) {
   float* g = grads_.data() + begin;
   // Its local sum of squares, taken before it is reduced and left in the table's memory: on a
   // GPU nothing waits here, so backward goes on while the bucket travels. Read once per step.
-  ops_.sum_squares_to(bucket_sq_.data() + index, g, n);
+  ops_.sum_squares_to(bucket_sq_.slot(index), g, n);
   if (world_ == 1) return;
   void* payload = g;
   if (bf16_) {
@@ -88,12 +87,7 @@ void DataParallel::launch_remaining() {
 }
 
 void DataParallel::tally_checked_buckets() {
-  const size_t n = shards_->num_buckets();
-  bucket_sq_.download(bucket_sq_host_.data(), n);
-  for (size_t b = 0; b < n; ++b) {  // in bucket order, as they were launched
-    local_sumsq_ += bucket_sq_host_[b];
-    if (!std::isfinite(bucket_sq_host_[b])) local_bad_ = true;
-  }
+  bucket_sq_.tally(shards_->num_buckets(), &local_sumsq_, &local_bad_);  // launched in order
 }
 
 void DataParallel::finish_all() {

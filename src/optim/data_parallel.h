@@ -26,6 +26,7 @@
 #include "optim/optimizer.h"
 #include "optim/shard_layout.h"
 #include "optim/sharded_optimizer.h"
+#include "optim/sync_common.h"
 #include "optim/update_rule.h"
 
 namespace gossamer::optim {
@@ -63,18 +64,15 @@ class DataParallel final : public ShardedOptimizer {
  private:
   void launch(size_t b);
   void launch_remaining();
-  void finish_all();  // waits for launched buckets; unpacks bf16
-  // Reads the launched buckets' sums of squares back (once: one wait for the ops' stream) into
-  // local_sumsq_ and local_bad_.
-  void tally_checked_buckets();
+  void finish_all();             // waits for launched buckets; unpacks bf16
+  void tally_checked_buckets();  // every bucket's sum of squares into local_sumsq_, local_bad_
 
   ParallelConfig par_;
   bool bf16_;
   std::unique_ptr<UpdateRule> rule_;
-  Buffer<uint16_t> wire_;     // bf16 staging, flat layout (op memory)
-  Buffer<float> grad_acc_;    // ZeRO-2: this rank's accumulated pieces, packed (op memory)
-  Buffer<double> bucket_sq_;  // per bucket: its local sum of squares (op memory)
-  std::vector<double> bucket_sq_host_;  // the same, read back
+  Buffer<uint16_t> wire_;   // bf16 staging, flat layout (op memory)
+  Buffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated pieces, packed (op memory)
+  LaunchedSums bucket_sq_;  // per bucket: its local sum of squares
   // Per micro-batch state.
   bool communicating_ = false;
   size_t ready_ = 0, next_bucket_ = 0;

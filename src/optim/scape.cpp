@@ -205,12 +205,14 @@ Scape::Scape(const OptimizerSetup& setup)
   }
   all_owned_.resize(owned);
   for (size_t i = 0; i < owned; ++i) all_owned_[i] = uint32_t(i);
-  own_global_ = all_owned_;
-  local_to_global(own_.pieces, own_global_.data(), owned);
   all_owned_dev_ = Buffer<uint32_t>(owned, mem);
   all_owned_dev_.upload(all_owned_.data(), owned);
-  own_global_dev_ = Buffer<uint32_t>(owned, mem);
-  own_global_dev_.upload(own_global_.data(), owned);
+  if (sharded_) {  // unsharded, owned order is flat order: all_owned_dev_ serves both
+    std::vector<uint32_t> own_global = all_owned_;
+    local_to_global(own_.pieces, own_global.data(), owned);
+    own_global_dev_ = Buffer<uint32_t>(owned, mem);
+    own_global_dev_.upload(own_global.data(), owned);
+  }
   scores_ = Buffer<float>(owned, mem);
   if (sharded_) {
     for (int q = 0; q < world_; ++q) rank_pieces_.push_back(shards_->pieces(q));
@@ -669,7 +671,7 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
   // State and decay flags by local index, parameters by flat index (in the op table's memory;
   // the local indices also on the host, for the age tally).
   const uint32_t* idx = all_owned_dev_.data();
-  const uint32_t* pidx = own_global_dev_.data();
+  const uint32_t* pidx = sharded_ ? own_global_dev_.data() : all_owned_dev_.data();
   tally_update(dense ? all_owned_.data() : cur_local_.data(), r.n, ctx.t);
   if (!dense) {
     pidx = mask_dev_.data() + r.offset;

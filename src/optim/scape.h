@@ -145,7 +145,7 @@ class Scape final : public ShardedOptimizer {
   Buffer<uint8_t> decay_;    // per owned coordinate: weight decay applies
   Buffer<float> stale_dir_;  // stale_momentum: each coordinate's last step / lr
   Buffer<uint32_t> all_owned_dev_;   // 0 .. owned-1, the "everything" mask of dense steps
-  Buffer<uint32_t> own_global_dev_;  // flat index of each owned coordinate
+  Buffer<uint32_t> own_global_dev_;  // sharded: flat index of each owned coordinate
   Buffer<float> scores_;             // the mask score of each owned coordinate
   Buffer<uint32_t> next_dev_;        // this rank's selection, as top-k wrote it
   Buffer<float> pack_;          // sharded: a flat buffer rank by rank, for the dense collectives
@@ -168,7 +168,6 @@ class Scape final : public ShardedOptimizer {
   Buffer<double> run_sq_;  // per run: its sum of squared scores (op memory)
   std::vector<double> run_sq_host_;
   std::vector<uint32_t> all_owned_;                   // 0 .. owned-1
-  std::vector<uint32_t> own_global_;                  // flat index of each owned coordinate
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
   std::vector<uint32_t> cur_local_;                   // this rank's part of cur_mask_, local
   std::vector<uint32_t> cur_mask_;                    // flat indices, rank by rank

@@ -124,8 +124,7 @@ SparseTraining::SparseTraining(const OptimizerSetup& setup, const char* name, co
   fresh_slots_dev_ = Buffer<uint32_t>(slots, mem);
   old_slots_dev_ = Buffer<uint32_t>(slots, mem);
   sq_scratch_ = Buffer<float>(slots, mem);
-  launched_sq_ = Buffer<double>(views.size(), mem);  // at most one launch per view
-  launched_sq_host_.assign(views.size(), 0.0);
+  launched_sq_ = LaunchedSums(views.size(), mem);  // at most one launch per view
   fresh_ = HostBuffer<uint8_t>(slots);
   active_numel_ = mask_.active_numel();  // fixed: a view's slots keep their count
   count_fresh();
@@ -225,7 +224,7 @@ void SparseTraining::launch_ready() {
     }
     // Its local sum of squares, before the reduction, left in the table's memory (no wait on a
     // GPU); read once per step (tally_checked()).
-    ops_.sum_squares_to(launched_sq_.data() + launched_++, buf, n);
+    ops_.sum_squares_to(launched_sq_.slot(launched_++), buf, n);
     if (world_ == 1) continue;
     pending_.push_back(comm_.all_reduce(buf, n, DType::F32, ReduceOp::SUM));
     grad_bytes_ += comm::all_reduce_bytes(n, DType::F32, world_).sent;
@@ -243,11 +242,7 @@ void SparseTraining::micro_batch_end(int index, int count) {
 }
 
 void SparseTraining::tally_checked() {
-  launched_sq_.download(launched_sq_host_.data(), launched_);
-  for (size_t j = 0; j < launched_; ++j) {  // in launch order
-    local_sumsq_ += launched_sq_host_[j];
-    if (!std::isfinite(launched_sq_host_[j])) local_bad_ = true;
-  }
+  launched_sq_.tally(launched_, &local_sumsq_, &local_bad_);
   launched_ = 0;
 }
 

@@ -32,6 +32,7 @@
 #include "optim/block_mask.h"
 #include "optim/optimizer.h"
 #include "optim/sharded_optimizer.h"
+#include "optim/sync_common.h"
 
 namespace gossamer::optim {
 
@@ -117,9 +118,8 @@ class SparseTraining final : public ShardedOptimizer {
   Buffer<int32_t> list_dev_;     // a list of blocks or slots to zero
   Buffer<uint32_t> fresh_slots_dev_, old_slots_dev_;  // the slots by fresh_, for the telemetry
   Buffer<float> sq_scratch_;                          // update_sq_ at one of those lists
-  Buffer<double> launched_sq_;  // per launch this step: its local sum of squares
-  std::vector<double> launched_sq_host_;
-  size_t launched_ = 0;  // launches this step
+  LaunchedSums launched_sq_;  // per launch this step: its local sum of squares
+  size_t launched_ = 0;       // launches this step
   // On the host.
   HostBuffer<uint8_t> fresh_;  // per slot: regrown at the last topology update
   std::vector<uint32_t> fresh_slots_, old_slots_;

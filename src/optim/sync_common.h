@@ -6,15 +6,41 @@
 // collectives over `control` or `comm`), and none communicates at world size 1.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "comm/communicator.h"
+#include "core/buffer.h"
 #include "kernels/ops.h"
 #include "optim/shard_layout.h"
 
 namespace gossamer::optim {
+
+// The local sums of squares of what a step sends, one per launch, kept in the op table's memory
+// (ops.sum_squares_to: no host wait per launch on a GPU) and read back once: their sum in launch
+// order and whether any is non-finite, for agree_gradients_finite and the norm.
+class LaunchedSums {
+ public:
+  LaunchedSums() = default;
+  LaunchedSums(size_t max_launches, const MemoryOps& memory)
+      : dev_(max_launches, memory), host_(max_launches, 0.0) {}
+  double* slot(size_t j) { return dev_.data() + j; }  // launch j's sum goes here
+  // Adds launches [0, n) to *sum in order; sets *bad when one is not finite.
+  void tally(size_t n, double* sum, bool* bad) {
+    dev_.download(host_.data(), n);
+    for (size_t j = 0; j < n; ++j) {
+      *sum += host_[j];
+      if (!std::isfinite(host_[j])) *bad = true;
+    }
+  }
+
+ private:
+  Buffer<double> dev_;
+  std::vector<double> host_;
+};
 
 // Every rank learns whether any rank saw non-finite local gradients (one 4-byte all-reduce);
 // if one did, all throw the same CollectiveError naming the lowest such rank and step t, before
