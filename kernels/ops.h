@@ -39,10 +39,17 @@ struct BasicOpTable {
                          int OC);
   void (*matmul_backward)(Real* dinp, Real* dw, Real* dbias, const Real* dout, const Real* inp,
                           const Real* w, int N, int C, int OC);
-  void (*attention_forward)(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH,
+  // Attention's forward saves what its backward needs in a layout the backend chooses (CPU: the
+  // (B,NH,T,T) attention matrix; CUDA: the softmax's row statistics, (B,NH,T,2), memory linear
+  // in T); each backend states the sizes, in elements of Real, of that saved state and of the
+  // backward's workspace.
+  void (*attention_forward)(Real* out, Real* saved, const Real* qkv, int B, int T, int C, int NH,
                             int NKV);
   void (*attention_backward)(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
-                             const Real* att, int B, int T, int C, int NH, int NKV);
+                             const Real* out, const Real* saved, int B, int T, int C, int NH,
+                             int NKV);
+  size_t (*attention_saved_size)(int B, int T, int NH);
+  size_t (*attention_scratch_size)(int B, int T, int NH);
   void (*rmsnorm_forward)(Real* out, Real* rstd, const Real* inp, const Real* w, int N, int C,
                           double eps);
   void (*rmsnorm_backward)(Real* dinp, Real* dw, const Real* dout, const Real* inp, const Real* w,
@@ -125,6 +132,8 @@ struct BasicOpTable {
     f("matmul_backward", matmul_backward);
     f("attention_forward", attention_forward);
     f("attention_backward", attention_backward);
+    f("attention_saved_size", attention_saved_size);
+    f("attention_scratch_size", attention_scratch_size);
     f("rmsnorm_forward", rmsnorm_forward);
     f("rmsnorm_backward", rmsnorm_backward);
     f("rope_forward", rope_forward);

@@ -5,7 +5,7 @@
 // product through our cuBLASLt matmul). Also the Llama ops at the same sizes, SCAPE's
 // selection at 99% sparsity over the 124M parameters, and an op-sum estimate of one GPT-2 124M
 // training step (the measured op times added up; not a training run: no model on the device
-// yet, fp32, reference attention, docs/CUDA.md). Bytes are each op's minimal traffic (every
+// yet, fp32, flash-style fp32 attention, docs/CUDA.md). Bytes are each op's minimal traffic (every
 // buffer read or written once, an accumulated "+=" buffer both read and written), FLOPs the
 // usual counts (matmul 2NCK, causal attention half of the full products). Median of 10 timed calls
 // after 2 warm-ups, CUDA events on the ops' stream. Without a GPU it prints SKIPPED and exits 0
@@ -162,8 +162,8 @@ int main(int argc, char** argv) {
     float* h = dev.floats(N * 4 * C);  // qkv (3C) and fc (4C) activations
     float* dh = dev.floats(N * 4 * C);
     float* h2 = dev.floats(N * 4 * C);
-    float* att = dev.floats(size_t(B) * NH * T * T);
-    float* scratch = dev.floats(size_t(B) * NH * T * T);
+    float* att_stats = dev.floats(size_t(B) * NH * T * 2);
+    float* scratch = dev.floats(k::attention_scratch_size(B, T, NH));
     float* wte = dev.floats(size_t(Vp) * C);
     float* dwte = dev.floats(size_t(Vp) * C);
     float* wpe = dev.floats(size_t(T) * C);
@@ -208,13 +208,13 @@ int main(int argc, char** argv) {
                  [&] { k::matmul_backward(din, dw, dbias, dout, in, w, int(N), m.in, m.out); });
     }
     const double hs = C / NH, att_flops = 2.0 * B * NH * double(T) * T * hs;  // causal: half
-    const double att_bytes = double(B) * NH * T * T * f;
+    const double stats_bytes = double(B) * NH * T * 2 * f;  // flash-style: no (T, T) matrix
     const std::string bt = "B" + std::to_string(B) + " T" + std::to_string(T) + " NH12";
-    fwd += row("attention_forward (reference)", bt, (N * 4.0 * C) * f + att_bytes, att_flops,
-               [&] { k::attention_forward(y, att, h, B, T, C, NH, NH); });
+    fwd += row("attention_forward (fp32 flash)", bt, (N * 4.0 * C) * f + stats_bytes, att_flops,
+               [&] { k::attention_forward(y, att_stats, h, B, T, C, NH, NH); });
     bwd +=
-        row("attention_backward (reference)", bt, (N * 10.0 * C) * f + 2 * att_bytes, 2 * att_flops,
-            [&] { k::attention_backward(dh, scratch, dy, h, att, B, T, C, NH, NH); });
+        row("attention_backward (fp32 flash)", bt, (N * 11.0 * C) * f + stats_bytes, 2 * att_flops,
+            [&] { k::attention_backward(dh, scratch, dy, h, y, att_stats, B, T, C, NH, NH); });
     const std::string n4c = std::to_string(N) + "x" + std::to_string(4 * C);
     fwd += row("gelu_forward", n4c, 2 * N * 4.0 * C * f, 0,
                [&] { k::gelu_forward(h2, h, N * 4 * C); });
@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
     const double step_tokens = double(N);
     const double model_flops = step_tokens * (6.0 * flop_params + 6.0 * L * C * T);
     std::printf(
-        "\nop-sum estimate of one GPT-2 124M training step (fp32, reference attention, "
+        "\nop-sum estimate of one GPT-2 124M training step (fp32, flash-style fp32 attention, "
         "unfused; NOT a training run): %.1f ms = %d x (%.2f forward + %.2f backward) + "
         "%.2f head + %.2f zero_grad + %.2f AdamW; %.0f tokens/s; %.1f%% of the measured fp32 "
         "matmul peak, "

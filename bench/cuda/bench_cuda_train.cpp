@@ -4,7 +4,7 @@
 // on a batch of synthetic tokens (uniform over the vocabulary, a fresh batch each step), clips by
 // the global norm and applies AdamW, the trainer's step at one rank
 // (single_device_training.h; losses are those of the fresh batches, not a learning check).
-// fp32 throughout, reference attention: what the CUDA backend is
+// fp32 throughout, fp32 flash-style attention: what the CUDA backend is
 // today, not its target (docs/CUDA.md). Each phase is timed to completion (the loss comes back
 // from forward; a one-float read-back after backward and after the update). One warm-up step,
 // then timed steps until 10 or 40 s; the table gives medians. MFU = 6N + 6LCT FLOPs per token
@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "\nsteps: forward, backward, clip and AdamW at one rank; synthetic tokens; fp32, "
-        "reference attention (docs/CUDA.md). Each column is a median of its own: step ms is the "
+        "flash-style fp32 attention (docs/CUDA.md). Each column is a median of its own: step ms is "
+        "the "
         "median of whole steps, not the sum of the phases; fwd includes the tokens' check and "
         "upload\n");
   } catch (const Error& e) {

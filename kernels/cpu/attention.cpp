@@ -297,9 +297,18 @@ void AttentionBackward<Real>::columns() const {
   }
 }
 
+size_t attention_saved_size(int B, int T, int NH) {
+  return static_cast<size_t>(B) * NH * static_cast<size_t>(T) * T;
+}
+
+size_t attention_scratch_size(int B, int T, int NH) {
+  return attention_saved_size(B, T, NH);
+}
+
 template <class Real>
 void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
-                        const Real* att, int B, int T, int C, int NH, int NKV) {
+                        const Real* /*out*/, const Real* att, int B, int T, int C, int NH,
+                        int NKV) {
   const AttentionBackward<Real> pass{dqkv, scratch, dout, qkv, att, B, T, C, NH, NKV};
 #pragma omp parallel
   {
@@ -313,8 +322,8 @@ void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real*
 template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);
 template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int);
 template void attention_backward<float>(float*, float*, const float*, const float*, const float*,
-                                        int, int, int, int, int);
+                                        const float*, int, int, int, int, int);
 template void attention_backward<double>(double*, double*, const double*, const double*,
-                                         const double*, int, int, int, int, int);
+                                         const double*, const double*, int, int, int, int, int);
 
 }  // namespace gossamer::kernels::cpu

@@ -38,6 +38,8 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .matmul_backward = cpu::matmul_backward<Real>,
       .attention_forward = cpu::attention_forward<Real>,
       .attention_backward = cpu::attention_backward<Real>,
+      .attention_saved_size = cpu::attention_saved_size,
+      .attention_scratch_size = cpu::attention_scratch_size,
       .rmsnorm_forward = cpu::rmsnorm_forward<Real>,
       .rmsnorm_backward = cpu::rmsnorm_backward<Real>,
       .rope_forward = cpu::rope_forward<Real>,

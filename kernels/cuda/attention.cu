@@ -1,8 +1,21 @@
-// Implementation of attention.cuh.
+// Implementation of attention.cuh. Three kernels and a row dot:
+//   forward: block (16 query rows t0.., head h, batch b); per tile of 32 keys, each warp's lanes
+//            score one key each (q . k from shared memory), update the running max m and sum l
+//            and rescale the output accumulator (lane i holds dims i, i + 32, ...);
+//   dq:      the same grid; per key tile, lane j recomputes att[t, s0 + j] = exp(z - m) / l
+//            from the stats and ds = att (dout_t . v - D_t), then dq_t += scale sum_j ds_j k_j;
+//   dk, dv:  block (16 keys s0.., kv head g, batch b); for each query head of the group in
+//            order and each tile of 32 query rows t >= s0, lane j takes row t0 + j:
+//            dk_s += scale sum ds q_t, dv_s += sum att dout_t.
+// Shared tiles read one row per lane have stride hs + 1 (32 lanes, 32 banks). Causality: a
+// warp skips the tiles past its row (forward, dq) or before its key (dk, dv), and masks the
+// rest lane by lane; entries s > t are never formed.
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdio>
 
+#include "core/error.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/warp_reduce.cuh"
@@ -11,8 +24,12 @@ namespace gossamer::kernels::cuda {
 
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr unsigned kWarpsPerBlock = kThreads / 32;
+constexpr int kRows = 16;  // rows of a block, one warp each
+constexpr int kTile = 32;  // rows of a shared tile of the other side, one lane each
+constexpr unsigned kThreads = kRows * 32;
+constexpr int kMaxHeadSize = 256;
+constexpr unsigned kFull = 0xffffffffu;
+constexpr size_t kDefaultSharedBytes = 48 * 1024;  // above it a kernel must opt in
 
 struct Shape {
   int B, T, C, NH, NKV, hs, R;  // R: the qkv row stride
@@ -26,18 +43,10 @@ struct Shape {
   __device__ const float* v(const float* qkv, int b, int s, int g) const {
     return qkv + (size_t(b) * T + s) * R + C + size_t(NKV) * hs + size_t(g) * hs;
   }
-  __device__ size_t att_row(int b, int h, int t) const {
-    return ((size_t(b) * NH + h) * T + t) * size_t(T);
+  __device__ size_t out_at(int b, int t, int h) const {  // (B,T,C): head h's row t
+    return (size_t(b) * T + t) * C + size_t(h) * hs;
   }
-  // The position of element i of a (B, T, C) tensor: batch, time, query head, its kv head, and
-  // the index d inside the head.
-  struct Pos {
-    int b, t, h, g, d;
-  };
-  __device__ Pos pos(size_t i) const {
-    const int h = int(i / hs % NH);
-    return {int(i / C / T), int(i / C % T), h, h / (NH / NKV), int(i % hs)};
-  }
+  __device__ size_t row(int b, int h, int t) const { return (size_t(b) * NH + h) * T + t; }
 };
 
 Shape make_shape(int B, int T, int C, int NH, int NKV) {
@@ -45,135 +54,334 @@ Shape make_shape(int B, int T, int C, int NH, int NKV) {
   return {B, T, C, NH, NKV, hs, C + 2 * NKV * hs, 1.0f / std::sqrt(float(hs))};
 }
 
-// One warp per (b, h, t): scores, softmax over s <= t, zeros after.
-__global__ void attention_softmax_kernel(float* att, const float* qkv, Shape S) {
-  const size_t row = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= size_t(S.B) * S.NH * S.T) return;
-  const int t = int(row % S.T), h = int(row / S.T % S.NH), b = int(row / S.T / S.NH);
-  const int g = h / (S.NH / S.NKV);
-  const float* q = S.q(qkv, b, t, h);
-  float* a = att + S.att_row(b, h, t);
-  float mx = -INFINITY;
-  for (int s = lane; s <= t; s += 32) {
-    const float* k = S.k(qkv, b, s, g);
-    float dot = 0;
-    for (int d = 0; d < S.hs; ++d) dot += q[d] * k[d];
-    a[s] = dot * S.scale;
-    mx = fmaxf(mx, a[s]);
-  }
-  mx = warp_max(mx);
-  float sum = 0;
-  for (int s = lane; s <= t; s += 32) {
-    const float e = expf(a[s] - mx);
-    a[s] = e;
-    sum += e;
-  }
-  const float inv = 1.0f / warp_sum(sum);
-  for (int s = lane; s < S.T; s += 32) a[s] = s <= t ? a[s] * inv : 0.0f;
+__device__ __forceinline__ float dot(const float* x, const float* y, int n) {
+  float a = 0;
+  for (int d = 0; d < n; ++d) a += x[d] * y[d];
+  return a;
 }
 
-// One thread per (b, t, h, d): out = sum_{s<=t} att v_s.
-__global__ void attention_out_kernel(float* out, const float* att, const float* qkv, Shape S) {
-  const size_t n = size_t(S.B) * S.T * S.C;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const Shape::Pos p = S.pos(i);
-    const float* a = att + S.att_row(p.b, p.h, p.t);
-    float acc = 0;
-    for (int s = 0; s <= p.t; ++s) acc += a[s] * S.v(qkv, p.b, s, p.g)[p.d];
-    out[i] = acc;
+// Fills tile[r * ld + d] (r < rows, d < hs) with row(r)[d], or 0 where valid(r) is false.
+template <class Row, class Valid>
+__device__ void load_rows(float* tile, int ld, int rows, int hs, Row row, Valid valid) {
+  for (int i = threadIdx.x; i < rows * hs; i += kThreads) {
+    const int r = i / hs, d = i % hs;
+    tile[r * ld + d] = valid(r) ? row(r)[d] : 0.0f;
   }
 }
 
-// One warp per (b, h, t): scratch = d(pre-softmax scores) = att (datt - sum_s att datt).
-__global__ void attention_dscores_kernel(float* scratch, const float* dout, const float* qkv,
-                                         const float* att, Shape S) {
-  const size_t row = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= size_t(S.B) * S.NH * S.T) return;
-  const int t = int(row % S.T), h = int(row / S.T % S.NH), b = int(row / S.T / S.NH);
-  const int g = h / (S.NH / S.NKV);
-  const float* go = dout + (size_t(b) * S.T + t) * S.C + size_t(h) * S.hs;
-  const float* a = att + S.att_row(b, h, t);
-  float* ds = scratch + S.att_row(b, h, t);
-  float dot_sum = 0;
-  for (int s = lane; s <= t; s += 32) {
-    const float* v = S.v(qkv, b, s, g);
-    float datt = 0;
-    for (int d = 0; d < S.hs; ++d) datt += go[d] * v[d];
-    ds[s] = datt;
-    dot_sum += a[s] * datt;
-  }
-  dot_sum = warp_sum(dot_sum);
-  for (int s = lane; s < S.T; s += 32) ds[s] = s <= t ? a[s] * (ds[s] - dot_sum) : 0.0f;
-}
-
-// One thread per (b, t, h, d): dq += scale sum_{s<=t} dscores k_s.
-__global__ void attention_dq_kernel(float* dqkv, const float* scratch, const float* qkv, Shape S) {
-  const size_t n = size_t(S.B) * S.T * S.C;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const Shape::Pos p = S.pos(i);
-    const float* ds = scratch + S.att_row(p.b, p.h, p.t);
-    float acc = 0;
-    for (int s = 0; s <= p.t; ++s) acc += ds[s] * S.k(qkv, p.b, s, p.g)[p.d];
-    dqkv[(size_t(p.b) * S.T + p.t) * S.R + size_t(p.h) * S.hs + p.d] += S.scale * acc;
-  }
-}
-
-// One thread per (b, s, g, d): dk, dv of kv head g at position s, summed over the group's query
-// heads and t >= s in order.
-__global__ void attention_dkv_kernel(float* dqkv, const float* scratch, const float* dout,
-                                     const float* qkv, const float* att, Shape S) {
-  const size_t n = size_t(S.B) * S.T * S.NKV * S.hs;
-  const int group = S.NH / S.NKV;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const int d = int(i % S.hs), g = int(i / S.hs % S.NKV);
-    const int s = int(i / S.hs / S.NKV % S.T), b = int(i / S.hs / S.NKV / S.T);
-    float dk = 0, dv = 0;
-    for (int h = g * group; h < (g + 1) * group; ++h)
-      for (int t = s; t < S.T; ++t) {
-        const size_t at = S.att_row(b, h, t) + s;
-        dk += scratch[at] * S.q(qkv, b, t, h)[d];
-        dv += att[at] * dout[(size_t(b) * S.T + t) * S.C + size_t(h) * S.hs + d];
+// DPL: dims per lane, hs <= 32 * DPL.
+template <int DPL>
+__global__ void __launch_bounds__(kThreads)
+    attention_forward_kernel(float* out, float* stats, const float* qkv, Shape S) {
+  extern __shared__ float smem[];
+  const int hs = S.hs, ldk = hs + 1;
+  float* Ks = smem;              // [kTile][hs + 1]
+  float* Vs = Ks + kTile * ldk;  // [kTile][hs]
+  float* Qs = Vs + kTile * hs;   // [kRows][hs]
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = blockIdx.z, h = blockIdx.y, g = h / (S.NH / S.NKV);
+  const int t0 = blockIdx.x * kRows, t = t0 + w;
+  const bool active = t < S.T;
+  const int n_keys = min(S.T, t0 + kRows);  // the keys any row of the block sees
+  load_rows(
+      Qs, hs, kRows, hs, [&](int r) { return S.q(qkv, b, t0 + r, h); },
+      [&](int r) { return t0 + r < S.T; });
+  float m = -INFINITY, l = 0, acc[DPL];
+  for (int i = 0; i < DPL; ++i) acc[i] = 0;
+  for (int s0 = 0; s0 < n_keys; s0 += kTile) {
+    __syncthreads();  // the last tile's readers are done
+    load_rows(
+        Ks, ldk, kTile, hs, [&](int j) { return S.k(qkv, b, s0 + j, g); },
+        [&](int j) { return s0 + j < n_keys; });
+    load_rows(
+        Vs, hs, kTile, hs, [&](int j) { return S.v(qkv, b, s0 + j, g); },
+        [&](int j) { return s0 + j < n_keys; });
+    __syncthreads();
+    if (!active || s0 > t) continue;  // warp-uniform
+    const bool valid = s0 + lane <= t;
+    const float z = valid ? dot(Qs + w * hs, Ks + lane * ldk, hs) * S.scale : -INFINITY;
+    const float m_new = fmaxf(m, warp_max(z));  // finite: key s0 <= t is valid
+    const float corr = expf(m - m_new);         // 0 on the first tile (m = -inf)
+    const float p = valid ? expf(z - m_new) : 0.0f;
+    l = l * corr + warp_sum(p);
+    const int n_valid = min(kTile, t - s0 + 1);
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) acc[i] *= corr;
+    for (int j = 0; j < n_valid; ++j) {
+      const float pj = __shfl_sync(kFull, p, j);
+#pragma unroll
+      for (int i = 0; i < DPL; ++i) {
+        const int d = lane + 32 * i;
+        if (d < hs) acc[i] += pj * Vs[j * hs + d];
       }
-    float* row = dqkv + (size_t(b) * S.T + s) * S.R + S.C;
-    row[size_t(g) * S.hs + d] += S.scale * dk;
-    row[size_t(S.NKV) * S.hs + size_t(g) * S.hs + d] += dv;
+    }
+    m = m_new;
+  }
+  if (!active) return;
+  const float inv = 1.0f / l;
+  float* o = out + S.out_at(b, t, h);
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) {
+    const int d = lane + 32 * i;
+    if (d < hs) o[d] = acc[i] * inv;
+  }
+  if (lane == 0) {
+    stats[2 * S.row(b, h, t)] = m;
+    stats[2 * S.row(b, h, t) + 1] = inv;
   }
 }
+
+// One warp per (b, h, t): D = dout_t . out_t (= sum_s att[t, s] datt[t, s]).
+__global__ void attention_row_dot_kernel(float* D, const float* dout, const float* out, Shape S) {
+  const size_t row = blockIdx.x * size_t(kThreads / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= size_t(S.B) * S.NH * S.T) return;
+  const int t = int(row % S.T), h = int(row / S.T % S.NH), b = int(row / S.T / S.NH);
+  const size_t at = S.out_at(b, t, h);
+  float a = 0;
+  for (int d = lane; d < S.hs; d += 32) a += dout[at + d] * out[at + d];
+  a = warp_sum(a);
+  if (lane == 0) D[row] = a;
+}
+
+template <int DPL>
+__global__ void __launch_bounds__(kThreads)
+    attention_dq_kernel(float* dqkv, const float* D, const float* dout, const float* qkv,
+                        const float* stats, Shape S) {
+  extern __shared__ float smem[];
+  const int hs = S.hs, ldk = hs + 1;
+  float* Ks = smem;              // [kTile][hs + 1]
+  float* Vs = Ks + kTile * ldk;  // [kTile][hs + 1]
+  float* Qs = Vs + kTile * ldk;  // [kRows][hs]
+  float* Gs = Qs + kRows * hs;   // [kRows][hs]: dout
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = blockIdx.z, h = blockIdx.y, g = h / (S.NH / S.NKV);
+  const int t0 = blockIdx.x * kRows, t = t0 + w;
+  const bool active = t < S.T;
+  const int n_keys = min(S.T, t0 + kRows);
+  auto in_rows = [&](int r) { return t0 + r < S.T; };
+  load_rows(
+      Qs, hs, kRows, hs, [&](int r) { return S.q(qkv, b, t0 + r, h); }, in_rows);
+  load_rows(
+      Gs, hs, kRows, hs, [&](int r) { return dout + S.out_at(b, t0 + r, h); }, in_rows);
+  float m = 0, inv = 0, Dt = 0, acc[DPL];
+  if (active) {
+    m = stats[2 * S.row(b, h, t)];
+    inv = stats[2 * S.row(b, h, t) + 1];
+    Dt = D[S.row(b, h, t)];
+  }
+  for (int i = 0; i < DPL; ++i) acc[i] = 0;
+  for (int s0 = 0; s0 < n_keys; s0 += kTile) {
+    __syncthreads();
+    auto in_keys = [&](int j) { return s0 + j < n_keys; };
+    load_rows(
+        Ks, ldk, kTile, hs, [&](int j) { return S.k(qkv, b, s0 + j, g); }, in_keys);
+    load_rows(
+        Vs, ldk, kTile, hs, [&](int j) { return S.v(qkv, b, s0 + j, g); }, in_keys);
+    __syncthreads();
+    if (!active || s0 > t) continue;
+    float ds = 0;
+    if (s0 + lane <= t) {
+      const float p = expf(dot(Qs + w * hs, Ks + lane * ldk, hs) * S.scale - m) * inv;
+      ds = p * (dot(Gs + w * hs, Vs + lane * ldk, hs) - Dt);
+    }
+    const int n_valid = min(kTile, t - s0 + 1);
+    for (int j = 0; j < n_valid; ++j) {
+      const float dsj = __shfl_sync(kFull, ds, j);
+#pragma unroll
+      for (int i = 0; i < DPL; ++i) {
+        const int d = lane + 32 * i;
+        if (d < hs) acc[i] += dsj * Ks[j * ldk + d];
+      }
+    }
+  }
+  if (!active) return;
+  float* dq = dqkv + (size_t(b) * S.T + t) * S.R + size_t(h) * hs;
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) {
+    const int d = lane + 32 * i;
+    if (d < hs) dq[d] += S.scale * acc[i];
+  }
+}
+
+template <int DPL>
+__global__ void __launch_bounds__(kThreads)
+    attention_dkv_kernel(float* dqkv, const float* D, const float* dout, const float* qkv,
+                         const float* stats, Shape S) {
+  extern __shared__ float smem[];
+  const int hs = S.hs, ldq = hs + 1;
+  float* Qs = smem;              // [kTile][hs + 1]
+  float* Gs = Qs + kTile * ldq;  // [kTile][hs + 1]: dout
+  float* Kw = Gs + kTile * ldq;  // [kRows][hs]
+  float* Vw = Kw + kRows * hs;   // [kRows][hs]
+  float* Ms = Vw + kRows * hs;   // [kTile]: m, 1/l and D of the tile's rows
+  float* Is = Ms + kTile;
+  float* Ds = Is + kTile;
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = blockIdx.z, g = blockIdx.y, group = S.NH / S.NKV;
+  const int s0 = blockIdx.x * kRows, s = s0 + w;
+  const bool active = s < S.T;
+  auto in_keys = [&](int r) { return s0 + r < S.T; };
+  load_rows(
+      Kw, hs, kRows, hs, [&](int r) { return S.k(qkv, b, s0 + r, g); }, in_keys);
+  load_rows(
+      Vw, hs, kRows, hs, [&](int r) { return S.v(qkv, b, s0 + r, g); }, in_keys);
+  float dk[DPL], dv[DPL];
+  for (int i = 0; i < DPL; ++i) dk[i] = dv[i] = 0;
+  for (int h = g * group; h < (g + 1) * group; ++h) {
+    for (int t0 = s0; t0 < S.T; t0 += kTile) {  // rows t < s0 see none of the block's keys
+      __syncthreads();
+      auto in_rows = [&](int j) { return t0 + j < S.T; };
+      load_rows(
+          Qs, ldq, kTile, hs, [&](int j) { return S.q(qkv, b, t0 + j, h); }, in_rows);
+      load_rows(
+          Gs, ldq, kTile, hs, [&](int j) { return dout + S.out_at(b, t0 + j, h); }, in_rows);
+      if (threadIdx.x < kTile) {
+        const int j = threadIdx.x;
+        const bool in = t0 + j < S.T;
+        Ms[j] = in ? stats[2 * S.row(b, h, t0 + j)] : 0.0f;
+        Is[j] = in ? stats[2 * S.row(b, h, t0 + j) + 1] : 0.0f;
+        Ds[j] = in ? D[S.row(b, h, t0 + j)] : 0.0f;
+      }
+      __syncthreads();
+      if (!active) continue;
+      const int t = t0 + lane;
+      float p = 0, ds = 0;
+      if (t < S.T && t >= s) {
+        p = expf(dot(Qs + lane * ldq, Kw + w * hs, hs) * S.scale - Ms[lane]) * Is[lane];
+        ds = p * (dot(Gs + lane * ldq, Vw + w * hs, hs) - Ds[lane]);
+      }
+      const int n = min(kTile, S.T - t0);
+      for (int j = 0; j < n; ++j) {
+        const float pj = __shfl_sync(kFull, p, j), dsj = __shfl_sync(kFull, ds, j);
+#pragma unroll
+        for (int i = 0; i < DPL; ++i) {
+          const int d = lane + 32 * i;
+          if (d < hs) {
+            dk[i] += dsj * Qs[j * ldq + d];
+            dv[i] += pj * Gs[j * ldq + d];
+          }
+        }
+      }
+    }
+  }
+  if (!active) return;
+  float* row = dqkv + (size_t(b) * S.T + s) * S.R + S.C;
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) {
+    const int d = lane + 32 * i;
+    if (d < hs) {
+      row[size_t(g) * hs + d] += S.scale * dk[i];
+      row[size_t(S.NKV) * hs + size_t(g) * hs + d] += dv[i];
+    }
+  }
+}
+
+// Dims per lane for head size hs; throws above kMaxHeadSize.
+int dims_per_lane(int hs) {
+  if (hs > kMaxHeadSize) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "attention on CUDA: head size %d is above the kernels' limit of %d", hs,
+                  kMaxHeadSize);
+    throw Error(msg);
+  }
+  return hs <= 32 ? 1 : hs <= 64 ? 2 : hs <= 128 ? 4 : 8;
+}
+
+template <class... P, class... A>
+void launch(void (*kernel)(P...), dim3 grid, size_t shared_bytes, const char* name, A... args) {
+  if (shared_bytes > kDefaultSharedBytes) {
+    GOSSAMER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(shared_bytes)));
+  }
+  kernel<<<grid, kThreads, shared_bytes, stream()>>>(args...);
+  GOSSAMER_CUDA_LAUNCHED(name);
+}
+
+// kernel<DPL> for the head size: K is a class template with a static run<DPL>(...).
+template <class K, class... A>
+void dispatch(int hs, A... args) {
+  switch (dims_per_lane(hs)) {
+    case 1:
+      K::template run<1>(args...);
+      break;
+    case 2:
+      K::template run<2>(args...);
+      break;
+    case 4:
+      K::template run<4>(args...);
+      break;
+    default:
+      K::template run<8>(args...);
+      break;
+  }
+}
+
+unsigned row_blocks(int T) {
+  return unsigned((T + kRows - 1) / kRows);
+}
+
+struct Forward {
+  template <int DPL>
+  static void run(float* out, float* stats, const float* qkv, const Shape& S) {
+    const size_t bytes =
+        sizeof(float) * (size_t(kTile) * (S.hs + 1) + size_t(kTile + kRows) * S.hs);
+    launch(attention_forward_kernel<DPL>, dim3(row_blocks(S.T), S.NH, S.B), bytes,
+           "attention_forward_kernel", out, stats, qkv, S);
+  }
+};
+
+struct Dq {
+  template <int DPL>
+  static void run(float* dqkv, const float* D, const float* dout, const float* qkv,
+                  const float* stats, const Shape& S) {
+    const size_t bytes =
+        sizeof(float) * (2 * size_t(kTile) * (S.hs + 1) + 2 * size_t(kRows) * S.hs);
+    launch(attention_dq_kernel<DPL>, dim3(row_blocks(S.T), S.NH, S.B), bytes, "attention_dq_kernel",
+           dqkv, D, dout, qkv, stats, S);
+  }
+};
+
+struct Dkv {
+  template <int DPL>
+  static void run(float* dqkv, const float* D, const float* dout, const float* qkv,
+                  const float* stats, const Shape& S) {
+    const size_t bytes = sizeof(float) * (2 * size_t(kTile) * (S.hs + 1) +
+                                          2 * size_t(kRows) * S.hs + 3 * size_t(kTile));
+    launch(attention_dkv_kernel<DPL>, dim3(row_blocks(S.T), S.NKV, S.B), bytes,
+           "attention_dkv_kernel", dqkv, D, dout, qkv, stats, S);
+  }
+};
 
 }  // namespace
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+size_t attention_saved_size(int B, int T, int NH) {
+  return size_t(B) * NH * size_t(T) * 2;
+}
+size_t attention_scratch_size(int B, int T, int NH) {
+  return size_t(B) * NH * size_t(T);
+}
+
+void attention_forward(float* out, float* stats, const float* qkv, int B, int T, int C, int NH,
                        int NKV) {
-  const size_t rows = size_t(B) * NH * T;
-  if (rows == 0) return;
+  if (size_t(B) * NH * T == 0) return;
   const Shape S = make_shape(B, T, C, NH, NKV);
-  attention_softmax_kernel<<<unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), kThreads, 0,
-                             stream()>>>(att, qkv, S);
-  GOSSAMER_CUDA_LAUNCHED("attention_softmax_kernel");
-  attention_out_kernel<<<grid_for(size_t(B) * T * C, kThreads), kThreads, 0, stream()>>>(out, att,
-                                                                                         qkv, S);
-  GOSSAMER_CUDA_LAUNCHED("attention_out_kernel");
+  dispatch<Forward>(S.hs, out, stats, qkv, S);
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                        const float* att, int B, int T, int C, int NH, int NKV) {
+                        const float* out, const float* stats, int B, int T, int C, int NH,
+                        int NKV) {
   const size_t rows = size_t(B) * NH * T;
   if (rows == 0) return;
   const Shape S = make_shape(B, T, C, NH, NKV);
-  attention_dscores_kernel<<<unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), kThreads, 0,
-                             stream()>>>(scratch, dout, qkv, att, S);
-  GOSSAMER_CUDA_LAUNCHED("attention_dscores_kernel");
-  attention_dq_kernel<<<grid_for(size_t(B) * T * C, kThreads), kThreads, 0, stream()>>>(
-      dqkv, scratch, qkv, S);
-  GOSSAMER_CUDA_LAUNCHED("attention_dq_kernel");
-  attention_dkv_kernel<<<grid_for(size_t(B) * T * NKV * S.hs, kThreads), kThreads, 0, stream()>>>(
-      dqkv, scratch, dout, qkv, att, S);
-  GOSSAMER_CUDA_LAUNCHED("attention_dkv_kernel");
+  const unsigned warps = kThreads / 32;
+  attention_row_dot_kernel<<<unsigned((rows + warps - 1) / warps), kThreads, 0, stream()>>>(
+      scratch, dout, out, S);
+  GOSSAMER_CUDA_LAUNCHED("attention_row_dot_kernel");
+  dispatch<Dq>(S.hs, dqkv, static_cast<const float*>(scratch), dout, qkv, stats, S);
+  dispatch<Dkv>(S.hs, dqkv, static_cast<const float*>(scratch), dout, qkv, stats, S);
 }
 
 }  // namespace gossamer::kernels::cuda

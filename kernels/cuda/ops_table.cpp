@@ -35,6 +35,8 @@ constexpr OpTable kCudaOps{
     .matmul_backward = matmul_backward,
     .attention_forward = attention_forward,
     .attention_backward = attention_backward,
+    .attention_saved_size = attention_saved_size,
+    .attention_scratch_size = attention_scratch_size,
     .rmsnorm_forward = rmsnorm_forward,
     .rmsnorm_backward = rmsnorm_backward,
     .rope_forward = rope_forward,

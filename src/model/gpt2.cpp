@@ -34,14 +34,13 @@ Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels:
   allocate_parameters();
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_;
-  const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
   encoded_ = Buffer<float>(BT * C, *ops_.memory);
   ln1_ = Buffer<float>(L * BT * C, *ops_.memory);
   ln1_mean_ = Buffer<float>(L * BT, *ops_.memory);
   ln1_rstd_ = Buffer<float>(L * BT, *ops_.memory);
   qkv_ = Buffer<float>(L * BT * 3 * C, *ops_.memory);
   atty_ = Buffer<float>(L * BT * C, *ops_.memory);
-  att_ = Buffer<float>(L * att, *ops_.memory);
+  att_saved_ = Buffer<float>(L * ops_.attention_saved_size(max_B_, max_T_, NH_), *ops_.memory);
   residual2_ = Buffer<float>(L * BT * C, *ops_.memory);
   ln2_ = Buffer<float>(L * BT * C, *ops_.memory);
   ln2_mean_ = Buffer<float>(L * BT, *ops_.memory);
@@ -57,7 +56,7 @@ Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels:
   dqkv_ = Buffer<float>(BT * 3 * C, *ops_.memory);
   dfch_gelu_ = Buffer<float>(BT * 4 * C, *ops_.memory);
   dfch_ = Buffer<float>(BT * 4 * C, *ops_.memory);
-  datt_ = Buffer<float>(att, *ops_.memory);
+  att_scratch_ = Buffer<float>(ops_.attention_scratch_size(max_B_, max_T_, NH_), *ops_.memory);
 }
 
 void Gpt2::build_layout() {
@@ -87,7 +86,7 @@ void Gpt2::build_layout() {
 void Gpt2::forward_logits(int B, int T) {
   const int N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
-  const size_t att_stride = size_t(B) * NH_ * T * T;
+  const size_t saved_stride = ops_.attention_saved_size(B, T, NH_);
   const float* p = params_.data();
   ops_.encoder_forward(encoded_.data(), tokens_.data(), p + wte_, p + wpe_, B, T, C_);
 
@@ -97,7 +96,7 @@ void Gpt2::forward_logits(int B, int T) {
     float* ln1 = ln1_.data() + l * BTC;
     float* qkv = qkv_.data() + l * 3 * BTC;
     float* atty = atty_.data() + l * BTC;
-    float* att = att_.data() + l * att_stride;
+    float* att_saved = att_saved_.data() + l * saved_stride;
     float* residual2 = residual2_.data() + l * BTC;
     float* ln2 = ln2_.data() + l * BTC;
     float* fch = fch_.data() + l * 4 * BTC;
@@ -107,7 +106,7 @@ void Gpt2::forward_logits(int B, int T) {
     ops_.layernorm_forward(ln1, ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, residual,
                            p + o.ln1w, p + o.ln1b, N, C_);
     ops_.matmul_forward(qkv, ln1, p + o.qkvw, p + o.qkvb, N, C_, 3 * C_);
-    ops_.attention_forward(atty, att, qkv, B, T, C_, NH_, NH_);
+    ops_.attention_forward(atty, att_saved, qkv, B, T, C_, NH_, NH_);
     ops_.matmul_forward(residual2, atty, p + o.attprojw, p + o.attprojb, N, C_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
@@ -126,7 +125,7 @@ void Gpt2::forward_logits(int B, int T) {
 void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
-  const size_t att_stride = size_t(B) * NH_ * T * T;
+  const size_t saved_stride = ops_.attention_saved_size(B, T, NH_);
   const float* p = params_.data();
   float* g = grads_.data();
 
@@ -146,7 +145,7 @@ void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     const float* ln1 = ln1_.data() + l * BTC;
     const float* qkv = qkv_.data() + l * 3 * BTC;
     const float* atty = atty_.data() + l * BTC;
-    const float* att = att_.data() + l * att_stride;
+    const float* att_saved = att_saved_.data() + l * saved_stride;
     const float* residual2 = residual2_.data() + l * BTC;
     const float* ln2 = ln2_.data() + l * BTC;
     const float* fch = fch_.data() + l * 4 * BTC;
@@ -174,7 +173,8 @@ void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
                          p + o.attprojw, N, C_, C_);
     routed_done();
     zero(dqkv_.data(), 3 * BTC);
-    ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, C_, NH_, NH_);
+    ops_.attention_backward(dqkv_.data(), att_scratch_.data(), datty, qkv, atty, att_saved, B, T,
+                            C_, NH_, NH_);
     float* dln1 = dbt_c_.data();
     zero(dln1, BTC);
     ops_.matmul_backward(dln1, weight_grad(o.qkvw, 3 * C * C), g + o.qkvb, dqkv_.data(), ln1,

@@ -45,12 +45,13 @@ class Gpt2 final : public DecoderModel {
   // Activations of the last forward (sized for max_B_ x max_T_).
   Buffer<float> encoded_;                    // (B,T,C)
   Buffer<float> ln1_, ln1_mean_, ln1_rstd_;  // (L,B,T,C), (L,B,T) x2
-  Buffer<float> qkv_, atty_, att_;           // (L,B,T,3C), (L,B,T,C), (L,B,NH,T,T)
+  Buffer<float> qkv_, atty_, att_saved_;     // (L,B,T,3C), (L,B,T,C), L x attention_saved_size
   Buffer<float> residual2_, ln2_, ln2_mean_, ln2_rstd_;
   Buffer<float> fch_, fch_gelu_, residual3_;  // (L,B,T,4C) x2, (L,B,T,C)
   Buffer<float> lnf_, lnf_mean_, lnf_rstd_;   // (B,T,C), (B,T) x2
   // Backward scratch, reused by every layer.
-  Buffer<float> dresidual_, dbt_c_, dqkv_, dfch_gelu_, dfch_, datt_;
+  Buffer<float> dresidual_, dbt_c_, dqkv_, dfch_gelu_, dfch_;
+  Buffer<float> att_scratch_;  // the op table's attention_scratch_size
 };
 
 }  // namespace gossamer::model

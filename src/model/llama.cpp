@@ -31,13 +31,12 @@ Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernel
   allocate_parameters();
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_, F = F_, QKV = QKV_;
-  const size_t att = size_t(max_B_) * NH_ * max_T_ * max_T_;
   encoded_ = Buffer<float>(BT * C, *ops_.memory);
   attn_norm_ = Buffer<float>(L * BT * C, *ops_.memory);
   attn_rstd_ = Buffer<float>(L * BT, *ops_.memory);
   qkv_ = Buffer<float>(L * BT * QKV, *ops_.memory);
   atty_ = Buffer<float>(L * BT * C, *ops_.memory);
-  att_ = Buffer<float>(L * att, *ops_.memory);
+  att_saved_ = Buffer<float>(L * ops_.attention_saved_size(max_B_, max_T_, NH_), *ops_.memory);
   residual2_ = Buffer<float>(L * BT * C, *ops_.memory);
   mlp_norm_ = Buffer<float>(L * BT * C, *ops_.memory);
   mlp_rstd_ = Buffer<float>(L * BT, *ops_.memory);
@@ -51,7 +50,7 @@ Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernel
   dqkv_ = Buffer<float>(BT * QKV, *ops_.memory);
   dswiglu_ = Buffer<float>(BT * F, *ops_.memory);
   dgate_up_ = Buffer<float>(BT * 2 * F, *ops_.memory);
-  datt_ = Buffer<float>(att, *ops_.memory);
+  att_scratch_ = Buffer<float>(ops_.attention_scratch_size(max_B_, max_T_, NH_), *ops_.memory);
 }
 
 void Llama::build_layout() {
@@ -79,7 +78,7 @@ void Llama::forward_logits(int B, int T) {
   const int N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
-  const size_t att_stride = size_t(B) * NH_ * T * T;
+  const size_t saved_stride = ops_.attention_saved_size(B, T, NH_);
   const double eps = cfg_.norm_eps, theta = cfg_.rope_theta;
   const float* p = params_.data();
   ops_.encoder_forward(encoded_.data(), tokens_.data(), p + wte_, nullptr, B, T, C_);
@@ -90,7 +89,7 @@ void Llama::forward_logits(int B, int T) {
     float* attn_norm = attn_norm_.data() + l * BTC;
     float* qkv = qkv_.data() + l * BTQKV;
     float* atty = atty_.data() + l * BTC;
-    float* att = att_.data() + l * att_stride;
+    float* att_saved = att_saved_.data() + l * saved_stride;
     float* residual2 = residual2_.data() + l * BTC;
     float* mlp_norm = mlp_norm_.data() + l * BTC;
     float* gate_up = gate_up_.data() + l * 2 * BTF;
@@ -101,7 +100,7 @@ void Llama::forward_logits(int B, int T) {
                          eps);
     ops_.matmul_forward(qkv, attn_norm, p + o.qkv, nullptr, N, C_, QKV_);
     ops_.rope_forward(qkv, B, T, NH_ + NKV_, hs_, QKV_, theta);  // q and k heads are adjacent
-    ops_.attention_forward(atty, att, qkv, B, T, NH_ * hs_, NH_, NKV_);
+    ops_.attention_forward(atty, att_saved, qkv, B, T, NH_ * hs_, NH_, NKV_);
     ops_.matmul_forward(residual2, atty, p + o.o, nullptr, N, NH_ * hs_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.rmsnorm_forward(mlp_norm, mlp_rstd_.data() + l * BT, residual2, p + o.mlp_norm, N, C_,
@@ -120,7 +119,7 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
-  const size_t att_stride = size_t(B) * NH_ * T * T;
+  const size_t saved_stride = ops_.attention_saved_size(B, T, NH_);
   const int Q = NH_ * hs_;
   const float* p = params_.data();
   float* g = grads_.data();
@@ -142,7 +141,7 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     const float* attn_norm = attn_norm_.data() + l * BTC;
     const float* qkv = qkv_.data() + l * BTQKV;
     const float* atty = atty_.data() + l * BTC;
-    const float* att = att_.data() + l * att_stride;
+    const float* att_saved = att_saved_.data() + l * saved_stride;
     const float* residual2 = residual2_.data() + l * BTC;
     const float* mlp_norm = mlp_norm_.data() + l * BTC;
     const float* gate_up = gate_up_.data() + l * 2 * BTF;
@@ -171,7 +170,8 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     ops_.matmul_backward(datty, weight_grad(o.o, C * Q), nullptr, dres, atty, p + o.o, N, Q, C_);
     routed_done();
     zero(dqkv_.data(), BTQKV);
-    ops_.attention_backward(dqkv_.data(), datt_.data(), datty, qkv, att, B, T, Q, NH_, NKV_);
+    ops_.attention_backward(dqkv_.data(), att_scratch_.data(), datty, qkv, atty, att_saved, B, T, Q,
+                            NH_, NKV_);
     ops_.rope_backward(dqkv_.data(), B, T, NH_ + NKV_, hs_, QKV_, cfg_.rope_theta);
     float* dattn_norm = dbt_c_.data();
     zero(dattn_norm, BTC);

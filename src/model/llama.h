@@ -50,13 +50,14 @@ class Llama final : public DecoderModel {
   // Activations of the last forward (sized for max_B_ x max_T_).
   Buffer<float> encoded_;                          // (B,T,C)
   Buffer<float> attn_norm_, attn_rstd_;            // (L,B,T,C), (L,B,T)
-  Buffer<float> qkv_, atty_, att_;                 // (L,B,T,QKV) after RoPE, (L,B,T,C),
-                                                   // (L,B,NH,T,T)
+  Buffer<float> qkv_, atty_, att_saved_;           // (L,B,T,QKV) after RoPE, (L,B,T,C),
+                                                   // (L, the op table's attention_saved_size)
   Buffer<float> residual2_, mlp_norm_, mlp_rstd_;  // (L,B,T,C) x2, (L,B,T)
   Buffer<float> gate_up_, swiglu_, residual3_;     // (L,B,T,2F), (L,B,T,F), (L,B,T,C)
   Buffer<float> norm_f_out_, norm_f_rstd_;         // (B,T,C), (B,T)
   // Backward scratch, reused by every layer.
-  Buffer<float> dresidual_, dbt_c_, dqkv_, dswiglu_, dgate_up_, datt_;
+  Buffer<float> dresidual_, dbt_c_, dqkv_, dswiglu_, dgate_up_;
+  Buffer<float> att_scratch_;  // the op table's attention_scratch_size
 };
 
 }  // namespace gossamer::model

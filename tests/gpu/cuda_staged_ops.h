@@ -279,19 +279,22 @@ inline void adams_update_from_momentum(float* param, const uint32_t* pidx, float
                                 s(m_now, k), s(decay, ns), k, hp);
   s.finish();
 }
-inline void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                              int NKV) {
+inline void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+                              int NH, int NKV) {
   Stager s("attention_forward");
-  const size_t bt = size_t(B) * T, rows = size_t(B) * NH * T, R = C + 2 * size_t(NKV) * (C / NH);
-  k::attention_forward(s(out, bt * C), s(att, rows * T), s(qkv, bt * R), B, T, C, NH, NKV);
+  const size_t bt = size_t(B) * T, R = C + 2 * size_t(NKV) * (C / NH);
+  k::attention_forward(s(out, bt * C), s(saved, k::attention_saved_size(B, T, NH)), s(qkv, bt * R),
+                       B, T, C, NH, NKV);
   s.finish();
 }
 inline void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                               const float* att, int B, int T, int C, int NH, int NKV) {
+                               const float* out, const float* saved, int B, int T, int C, int NH,
+                               int NKV) {
   Stager s("attention_backward");
-  const size_t bt = size_t(B) * T, rows = size_t(B) * NH * T, R = C + 2 * size_t(NKV) * (C / NH);
-  k::attention_backward(s(dqkv, bt * R), s(scratch, rows * T), s(dout, bt * C), s(qkv, bt * R),
-                        s(att, rows * T), B, T, C, NH, NKV);
+  const size_t bt = size_t(B) * T, R = C + 2 * size_t(NKV) * (C / NH);
+  k::attention_backward(s(dqkv, bt * R), s(scratch, k::attention_scratch_size(B, T, NH)),
+                        s(dout, bt * C), s(qkv, bt * R), s(out, bt * C),
+                        s(saved, k::attention_saved_size(B, T, NH)), B, T, C, NH, NKV);
   s.finish();
 }
 inline void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
@@ -450,6 +453,8 @@ inline kernels::OpTable cuda_staged_ops() {
   t.matmul_backward = staged::matmul_backward;
   t.attention_forward = staged::attention_forward;
   t.attention_backward = staged::attention_backward;
+  t.attention_saved_size = kernels::cuda::attention_saved_size;
+  t.attention_scratch_size = kernels::cuda::attention_scratch_size;
   t.crossentropy_forward = staged::crossentropy_forward;
   t.crossentropy_backward = staged::crossentropy_backward;
   t.adamw_update = staged::adamw_update;

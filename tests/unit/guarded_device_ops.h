@@ -225,6 +225,8 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(matmul_backward);
     GOSSAMER_GUARD(attention_forward);
     GOSSAMER_GUARD(attention_backward);
+    GOSSAMER_GUARD(attention_saved_size);
+    GOSSAMER_GUARD(attention_scratch_size);
     GOSSAMER_GUARD(rmsnorm_forward);
     GOSSAMER_GUARD(rmsnorm_backward);
     GOSSAMER_GUARD(rope_forward);
