@@ -241,7 +241,7 @@ Scape::Scape(const OptimizerSetup& setup)
   next_dev_ = Buffer<uint32_t>(density_ < 1.0 ? k_of(rank_) : 0, mem);
   mask_density_ = saved;
   mask_dev_ = Buffer<uint32_t>(k_total, mem);
-  local_dev_ = Buffer<uint32_t>(next_dev_.size(), mem);
+  local_dev_ = Buffer<uint32_t>(sharded_ ? next_dev_.size() : 0, mem);  // unsharded: mask_dev_
   compact_ = Buffer<float>(std::max(k_total, sharded_ ? owned : size_t{0}), mem);
   if (sharded_ || mask_from_rank0_) {
     wire_send_dev_ = Buffer<uint8_t>(send_bytes, mem);
@@ -389,9 +389,10 @@ void Scape::upload_mask() {
   cur_local_.resize(n);
   global_to_local(own_.pieces, cur_mask_.data() + offset, n, cur_local_.data());
   reserve(mask_dev_, cur_mask_.size(), *ops_.memory);
-  reserve(local_dev_, n, *ops_.memory);
   reserve(compact_, cur_mask_.size(), *ops_.memory);
   mask_dev_.upload(cur_mask_.data(), cur_mask_.size());
+  if (!sharded_) return;  // own_ is all of [0, P) at local 0: the local indices are mask_dev_'s
+  reserve(local_dev_, n, *ops_.memory);
   local_dev_.upload(cur_local_.data(), n);
 }
 
@@ -675,7 +676,7 @@ void Scape::update_selected(const Reduced& r, bool dense, const StepContext& ctx
   tally_update(dense ? all_owned_.data() : cur_local_.data(), r.n, ctx.t);
   if (!dense) {
     pidx = mask_dev_.data() + r.offset;
-    idx = local_dev_.data();
+    idx = sharded_ ? local_dev_.data() : mask_dev_.data();  // unsharded: local = flat
   }
   float* p = params_.data();
   const kernels::AdamStep step = {

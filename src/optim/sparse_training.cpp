@@ -294,8 +294,14 @@ void SparseTraining::update(const StepContext& ctx) {
                        .warmup_steps = int(std::min<int64_t>(fixes_.warmup_steps, INT32_MAX)),
                        .ramp_restarted_only = !fixes_.ramp_from_start};
   // Dense weights: one block per run, the shared step count.
+  // Set on the device: one step on from the last is an increment (no host copy, which would wait
+  // for the stream on a GPU); any other value (the first step, a resume) an upload.
   const int32_t t = int32_t(std::min<int64_t>(ctx.t, INT32_MAX));
-  dense_step_.upload(&t, 1);
+  if (dense_step_value_ >= 0 && t == dense_step_value_ + 1)
+    ops_.increment_clamped(dense_step_.data(), 1, INT32_MAX);
+  else
+    dense_step_.upload(&t, 1);
+  dense_step_value_ = t;
   for (const DenseRun& r : dense_runs_) {
     hp.weight_decay = r.decay ? float(cfg_.weight_decay) : 0.0f;
     ops_.adamw_update_blocks(params_.data() + r.begin, grads_.data() + r.begin,

@@ -112,10 +112,11 @@ class SparseTraining final : public ShardedOptimizer {
   Buffer<int32_t> steps_;       // per slot: the block's step count
   Buffer<int32_t> blocks_dev_;  // per slot: its block (mask_.blocks())
   Buffer<float> dense_m_, dense_v_;
-  Buffer<int32_t> dense_block_;  // {0}: a dense run is one block
-  Buffer<int32_t> dense_step_;   // {t}: the dense runs' step count
-  Buffer<double> l1_;            // per slot: its block's L1 norm (topology updates)
-  Buffer<int32_t> list_dev_;     // a list of blocks or slots to zero
+  Buffer<int32_t> dense_block_;    // {0}: a dense run is one block
+  Buffer<int32_t> dense_step_;     // {t}: the dense runs' step count
+  int64_t dense_step_value_ = -1;  // what dense_step_ holds (-1: not set yet)
+  Buffer<double> l1_;              // per slot: its block's L1 norm (topology updates)
+  Buffer<int32_t> list_dev_;       // a list of blocks or slots to zero
   Buffer<uint32_t> fresh_slots_dev_, old_slots_dev_;  // the slots by fresh_, for the telemetry
   Buffer<float> sq_scratch_;                          // update_sq_ at one of those lists
   LaunchedSums launched_sq_;  // per launch this step: its local sum of squares
