@@ -19,6 +19,7 @@
 
 #include "core/memory_ops.h"
 #include "kernels/adam_step.h"
+#include "kernels/copy_run.h"
 
 namespace gossamer::kernels {
 
@@ -117,6 +118,10 @@ struct BasicOpTable {
   void (*block_l1_norms)(double* out, const Real* x, const int32_t* blocks, size_t n_blocks,
                          size_t B, size_t n_x);
   void (*increment_clamped)(int32_t* x, size_t n, int32_t cap);  // x = min(x + 1, cap)
+  // Piece-wise moves (kernels/cpu/copy_runs.h): per run, n elements of src at src_offset to
+  // dst at dst_offset (=, or +=); the runs in the table's memory, their destinations disjoint.
+  void (*copy_runs)(Real* dst, const Real* src, const CopyRun* runs, size_t n_runs);
+  void (*accumulate_runs)(Real* dst, const Real* src, const CopyRun* runs, size_t n_runs);
 
   // Calls f(name, entry) for the backend name and every op entry, in declaration order. Lets
   // tests and backends check a table for unset entries and name them.
@@ -171,6 +176,8 @@ struct BasicOpTable {
     f("zero_blocks", zero_blocks);
     f("block_l1_norms", block_l1_norms);
     f("increment_clamped", increment_clamped);
+    f("copy_runs", copy_runs);
+    f("accumulate_runs", accumulate_runs);
   }
 };
 

@@ -6,6 +6,7 @@
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/block_ops.h"
+#include "kernels/cpu/copy_runs.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/encoder.h"
@@ -77,6 +78,8 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .zero_blocks = cpu::zero_blocks<Real>,
       .block_l1_norms = cpu::block_l1_norms<Real>,
       .increment_clamped = cpu::increment_clamped,
+      .copy_runs = cpu::copy_runs<Real>,
+      .accumulate_runs = cpu::accumulate_runs<Real>,
   };
 }
 

@@ -6,6 +6,7 @@
 #include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/block_ops.cuh"
+#include "kernels/cuda/copy_runs.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/encoder.cuh"
@@ -74,6 +75,8 @@ constexpr OpTable kCudaOps{
     .zero_blocks = zero_blocks,
     .block_l1_norms = block_l1_norms,
     .increment_clamped = increment_clamped,
+    .copy_runs = copy_runs,
+    .accumulate_runs = accumulate_runs,
 };
 
 static_assert(first_unset_op(kCudaOps) == nullptr, "the CUDA op table has an unset entry");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -24,7 +25,20 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
       bf16_(setup.parallel.comm_dtype == CommDtype::COMM_DTYPE_BF16) {
   rule_ = make_rule(cfg_, setup.layout, ops_, own_);
   if (bf16_ && world_ > 1) wire_ = Buffer<uint16_t>(total_, *ops_.memory);
-  if (par_.zero_stage == 2) grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
+  if (par_.zero_stage == 2) {
+    grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
+    // This rank's pieces between the flat gradient and the packed accumulator, both ways, as
+    // run lists in the op table's memory (one op call per move, not one per piece).
+    std::vector<kernels::CopyRun> in, out;
+    for (const ShardPiece& p : own_.pieces) {
+      in.push_back({.dst_offset = p.local, .src_offset = p.begin, .n = p.size()});
+      out.push_back({.dst_offset = p.begin, .src_offset = p.local, .n = p.size()});
+    }
+    acc_in_runs_ = Buffer<kernels::CopyRun>(in.size(), *ops_.memory);
+    acc_in_runs_.upload(in.data(), in.size());
+    acc_out_runs_ = Buffer<kernels::CopyRun>(out.size(), *ops_.memory);
+    acc_out_runs_.upload(out.data(), out.size());
+  }
   bucket_sq_ = LaunchedSums(shards_->num_buckets(), *ops_.memory);
 }
 
@@ -114,8 +128,7 @@ void DataParallel::micro_batch_end(int index, int count) {
   // ZeRO-2, not the last micro-batch: keep this rank's reduced pieces, free the rest.
   tally_checked_buckets();  // its flags; its sums are not the step's norm
   finish_all();
-  for (const ShardPiece& p : own_.pieces)
-    ops_.accumulate(grad_acc_.data() + p.local, grads_.data() + p.begin, p.size());
+  ops_.accumulate_runs(grad_acc_.data(), grads_.data(), acc_in_runs_.data(), acc_in_runs_.size());
   ops_.memory->zero(grads_.data(), grads_.size_bytes());
   next_bucket_ = 0;
   local_sumsq_ = 0;
@@ -132,8 +145,7 @@ StepResult DataParallel::step(const StepContext& ctx) {
 
   float* grads = grads_.data();
   if (par_.zero_stage == 2 && grad_acc_.size() > 0) {
-    for (const ShardPiece& p : own_.pieces)
-      ops_.accumulate(grads + p.begin, grad_acc_.data() + p.local, p.size());
+    ops_.accumulate_runs(grads, grad_acc_.data(), acc_out_runs_.data(), acc_out_runs_.size());
     grad_acc_.zero();
   }
   // One process, gradients unchanged since the check: its sums are the norm (one pass saved).

@@ -23,6 +23,7 @@
 
 #include "comm/communicator.h"
 #include "core/buffer.h"
+#include "kernels/copy_run.h"
 #include "optim/optimizer.h"
 #include "optim/shard_layout.h"
 #include "optim/sharded_optimizer.h"
@@ -72,7 +73,8 @@ class DataParallel final : public ShardedOptimizer {
   std::unique_ptr<UpdateRule> rule_;
   Buffer<uint16_t> wire_;   // bf16 staging, flat layout (op memory)
   Buffer<float> grad_acc_;  // ZeRO-2: this rank's accumulated pieces, packed (op memory)
-  LaunchedSums bucket_sq_;  // per bucket: its local sum of squares
+  Buffer<kernels::CopyRun> acc_in_runs_, acc_out_runs_;  // ZeRO-2: flat -> packed, and back
+  LaunchedSums bucket_sq_;                               // per bucket: its local sum of squares
   // Per micro-batch state.
   bool communicating_ = false;
   size_t ready_ = 0, next_bucket_ = 0;

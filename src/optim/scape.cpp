@@ -217,6 +217,7 @@ Scape::Scape(const OptimizerSetup& setup)
   if (sharded_) {
     for (int q = 0; q < world_; ++q) rank_pieces_.push_back(shards_->pieces(q));
     pack_ = Buffer<float>(total_, mem);
+    build_pack_runs();
     log_info(
         "scape: shards: every block of %zu values split over %d ranks (%zu blocks; "
         "optimizer.scape.shard_block_kb = %g)",
@@ -497,24 +498,38 @@ size_t Scape::rank_base(int rank) const {
   return base;
 }
 
-// flat -> every rank's pieces packed, rank after rank (the order of a reduce-scatter's counts);
-// one copy in the op table's memory per piece.
-void Scape::pack_rank_major(const float* flat, float* out) const {
+// The dense steps' moves as run lists in the op table's memory (one op call each, not one copy
+// per piece): flat -> every rank's pieces packed rank after rank (the order of a
+// reduce-scatter's counts), the way back, and this rank's pieces to its place in the pack.
+void Scape::build_pack_runs() {
+  std::vector<kernels::CopyRun> pack, unpack, own;
   size_t base = 0;
   for (int q = 0; q < world_; ++q) {
-    for (const ShardPiece& piece : rank_pieces_[size_t(q)])
-      ops_.memory->copy(out + base + piece.local, flat + piece.begin, piece.size() * sizeof(float));
+    for (const ShardPiece& piece : rank_pieces_[size_t(q)]) {
+      pack.push_back(
+          {.dst_offset = base + piece.local, .src_offset = piece.begin, .n = piece.size()});
+      unpack.push_back(
+          {.dst_offset = piece.begin, .src_offset = base + piece.local, .n = piece.size()});
+      if (q == rank_) own.push_back(pack.back());
+    }
     base += shards_->size(q);
   }
+  const auto to_device = [&](Buffer<kernels::CopyRun>& dev,
+                             const std::vector<kernels::CopyRun>& v) {
+    dev = Buffer<kernels::CopyRun>(v.size(), *ops_.memory);
+    dev.upload(v.data(), v.size());
+  };
+  to_device(pack_runs_, pack);
+  to_device(unpack_runs_, unpack);
+  to_device(own_pack_runs_, own);
+}
+
+void Scape::pack_rank_major(const float* flat, float* out) const {
+  ops_.copy_runs(out, flat, pack_runs_.data(), pack_runs_.size());
 }
 
 void Scape::unpack_rank_major(const float* in, float* flat) const {
-  size_t base = 0;
-  for (int q = 0; q < world_; ++q) {
-    for (const ShardPiece& piece : rank_pieces_[size_t(q)])
-      ops_.memory->copy(flat + piece.begin, in + base + piece.local, piece.size() * sizeof(float));
-    base += shards_->size(q);
-  }
+  ops_.copy_runs(flat, in, unpack_runs_.data(), unpack_runs_.size());
 }
 
 float* Scape::accumulate_local_momentum(const float* g, double* local_sq) {
@@ -721,9 +736,8 @@ int64_t Scape::distribute_params(const Reduced& r, bool dense) {
 // part of the mask otherwise) to every rank.
 void Scape::distribute(float* flat, const Reduced& r, bool dense) {
   if (dense) {  // this rank's pieces packed at its place, one all-gather, every piece back
+    ops_.copy_runs(pack_.data(), flat, own_pack_runs_.data(), own_pack_runs_.size());
     float* mine = pack_.data() + rank_base(rank_);
-    for (const ShardPiece& p : own_.pieces)
-      ops_.memory->copy(mine + p.local, flat + p.begin, p.size() * sizeof(float));
     comm_.all_gather(mine, pack_.data(), shards_->counts(), DType::F32).wait();
     unpack_rank_major(pack_.data(), flat);
     return;

@@ -30,6 +30,7 @@
 
 #include "comm/communicator.h"
 #include "core/buffer.h"
+#include "kernels/copy_run.h"
 #include "optim/optimizer.h"
 #include "optim/shard_layout.h"
 #include "optim/sharded_optimizer.h"
@@ -100,6 +101,7 @@ class Scape final : public ShardedOptimizer {
   double clip(Reduced& r, std::span<float> extra);
   void settle_residual(const Reduced& r, bool dense, int64_t t);
   size_t rank_base(int rank) const;  // offset of rank's pieces in a rank-major buffer
+  void build_pack_runs();            // sharded: pack_runs_, unpack_runs_, own_pack_runs_
   void pack_rank_major(const float* flat, float* out) const;
   void unpack_rank_major(const float* in, float* flat) const;
   void recount_ages();
@@ -169,11 +171,13 @@ class Scape final : public ShardedOptimizer {
   std::vector<double> run_sq_host_;
   std::vector<uint32_t> all_owned_;                   // 0 .. owned-1
   std::vector<std::vector<ShardPiece>> rank_pieces_;  // sharded: every rank's pieces
-  std::vector<uint32_t> cur_local_;                   // this rank's part of cur_mask_, local
-  std::vector<uint32_t> cur_mask_;                    // flat indices, rank by rank
-  std::vector<uint32_t> cur_packed_, prev_packed_;    // the same as rank base + local (sorted)
-  std::vector<size_t> cur_counts_;                    // per rank, entries of cur_mask_
-  std::vector<uint32_t> next_own_;                    // local, for the next step
+  // Sharded, in the op table's memory: flat -> rank-major pack, back, this rank's pieces only.
+  Buffer<kernels::CopyRun> pack_runs_, unpack_runs_, own_pack_runs_;
+  std::vector<uint32_t> cur_local_;                 // this rank's part of cur_mask_, local
+  std::vector<uint32_t> cur_mask_;                  // flat indices, rank by rank
+  std::vector<uint32_t> cur_packed_, prev_packed_;  // the same as rank base + local (sorted)
+  std::vector<size_t> cur_counts_;                  // per rank, entries of cur_mask_
+  std::vector<uint32_t> next_own_;                  // local, for the next step
   // The in-flight mask exchange.
   MaskEncoding wire_encoding_ = MaskEncoding::INDICES;
   std::vector<uint8_t> wire_send_, wire_recv_;

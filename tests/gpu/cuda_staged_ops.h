@@ -24,6 +24,7 @@
 #include "kernels/cuda/adam_sparse.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/block_ops.cuh"
+#include "kernels/cuda/copy_runs.cuh"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
@@ -129,6 +130,7 @@ class Stager {
 namespace staged {
 
 namespace k = kernels::cuda;
+using kernels::CopyRun;
 
 inline void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                             int B, int T, int C) {
@@ -360,6 +362,27 @@ inline void accumulate_blocks(float* compact, const float* x, const int32_t* blo
   k::accumulate_blocks(s(compact, n_blocks * B), s(x, n_x), s(blocks, n_blocks), n_blocks, B, n_x);
   s.finish();
 }
+// The extents the runs reach in dst and in src.
+inline std::pair<size_t, size_t> run_extents(const CopyRun* runs, size_t n_runs) {
+  size_t d = 0, s = 0;
+  for (size_t j = 0; j < n_runs; ++j) {
+    d = std::max<size_t>(d, runs[j].dst_offset + runs[j].n);
+    s = std::max<size_t>(s, runs[j].src_offset + runs[j].n);
+  }
+  return {d, s};
+}
+inline void copy_runs(float* dst, const float* src, const CopyRun* runs, size_t n_runs) {
+  Stager s("copy_runs");
+  const auto [nd, ns] = run_extents(runs, n_runs);
+  k::copy_runs(s(dst, nd), s(src, ns), s(runs, n_runs), n_runs);
+  s.finish();
+}
+inline void accumulate_runs(float* dst, const float* src, const CopyRun* runs, size_t n_runs) {
+  Stager s("accumulate_runs");
+  const auto [nd, ns] = run_extents(runs, n_runs);
+  k::accumulate_runs(s(dst, nd), s(src, ns), s(runs, n_runs), n_runs);
+  s.finish();
+}
 inline void zero_blocks(float* x, const int32_t* blocks, size_t n_blocks, size_t B, size_t n_x) {
   Stager s("zero_blocks");
   k::zero_blocks(s(x, n_x), s(blocks, n_blocks), n_blocks, B, n_x);
@@ -481,6 +504,8 @@ inline kernels::OpTable cuda_staged_ops() {
   t.zero_blocks = staged::zero_blocks;
   t.block_l1_norms = staged::block_l1_norms;
   t.increment_clamped = staged::increment_clamped;
+  t.copy_runs = staged::copy_runs;
+  t.accumulate_runs = staged::accumulate_runs;
   t.sum_squares = staged::sum_squares;
   t.to_bf16 = staged::to_bf16;
   t.from_bf16 = staged::from_bf16;

@@ -308,6 +308,51 @@ void check_block_ops(const Ops<T>& ops) {
               steps.guards_intact());
 }
 
+// Piece-wise moves: 40 runs (enough for the OpenMP loop) of 0 to 12 elements, the sources in an
+// order that is not the destinations', between buffers of exact values; every element checked,
+// the ones no run reaches too.
+template <class T>
+void check_copy_runs(const Ops<T>& ops) {
+  std::vector<kernels::CopyRun> runs;
+  size_t dst_n = 0, src_n = 0;
+  for (uint64_t j = 0; j < 40; ++j) {
+    const uint64_t n = (j * 7) % 13;
+    runs.push_back({.dst_offset = dst_n + 1, .src_offset = 0, .n = n});  // a gap of 1 in dst
+    dst_n += n + 1;
+  }
+  for (size_t j = runs.size(); j-- > 0;) {  // sources back to front
+    runs[j].src_offset = src_n;
+    src_n += runs[j].n;
+  }
+  const Guarded<T> src = exact_values<T>(src_n, 8), pre = exact_values<T>(dst_n, 9);
+  Guarded<T> copied = pre, added = pre;
+  ops.copy_runs(copied.data(), src.data(), runs.data(), runs.size());
+  ops.accumulate_runs(added.data(), src.data(), runs.data(), runs.size());
+  std::vector<T> want_copy(pre.data(), pre.data() + dst_n), want_add = want_copy;
+  for (const auto& r : runs)
+    for (uint64_t i = 0; i < r.n; ++i) {
+      want_copy[r.dst_offset + i] = src[r.src_offset + i];
+      want_add[r.dst_offset + i] += src[r.src_offset + i];
+    }
+  size_t wrong_copy = 0, wrong_add = 0;
+  for (size_t e = 0; e < dst_n; ++e) {
+    wrong_copy += copied[e] != want_copy[e];
+    wrong_add += added[e] != want_add[e];
+  }
+  EXPECT_EQ(wrong_copy, 0u) << "copy_runs";
+  EXPECT_EQ(wrong_add, 0u) << "accumulate_runs";
+  EXPECT_TRUE(copied.guards_intact() && added.guards_intact());
+  ops.copy_runs(copied.data(), src.data(), runs.data(), 0);  // no runs: nothing moves
+  EXPECT_EQ(std::memcmp(copied.data(), want_copy.data(), dst_n * sizeof(T)), 0);
+}
+
+TEST(CopyRuns, ExactFloat) {
+  check_copy_runs(kernels::cpu_ops());
+}
+TEST(CopyRuns, ExactDouble) {
+  check_copy_runs(kernels::cpu_ops_f64());
+}
+
 TEST(BlockOps, ExactFloat) {
   check_block_ops(kernels::cpu_ops());
 }
