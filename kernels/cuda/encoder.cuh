@@ -4,9 +4,11 @@
 //   backward: dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:]   (accumulate)
 // Tokens (device memory) must lie in [0, Vp); the caller validates them on the host.
 // Deterministic without atomics: dwpe by one thread per (t, c) summing over b in order; dwte by
-// one thread per channel walking all (b, t) in order (two equal tokens hit the same row, so
-// rows cannot be split). That leaves only C threads: correct, and slow at GPT-2 sizes (a
-// bucketed backward, tokens grouped on the host as llm.c does, is the known way to fix it).
+// grouping the positions by token on the device (CUB's radix sort of (token, position) pairs,
+// stable, so each token's positions stay in (b, t) order), then one block per distinct token,
+// its threads over the channels, adding that token's rows of dout into its row of dwte in
+// (b, t) order: the CPU op's order, so the CPU's bits. The sort's buffers come from
+// cuda_context's workspace (4 int32 arrays of B*T and CUB's temporary storage).
 // Device pointers, cuda_context's stream().
 #pragma once
 

@@ -1,11 +1,14 @@
 // Implementation of matmul.cuh. One cuBLASLt handle and a 32 MiB workspace per process, made at
-// the first call.
+// the first call; per product shape, the descriptors and cuBLASLt's algorithm, made at the
+// shape's first product and reused.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/error.h"
@@ -50,73 +53,106 @@ uint32_t alignment(const void* p) {
   return a;
 }
 
-// D (m x n, column-major, ld m) = op(A) op(B) + beta D [+ bias(m)]; A is m x k after op, B k x n.
-// bias must be 16-byte aligned (the epilogue's requirement); the caller adds it otherwise.
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* A, int lda, const float* B,
-          int ldb, float* D, float beta, const float* bias) {
-  Lt& l = lt();
+// A product's shape and what cuBLASLt's choice depends on: the plan cache's key.
+struct GemmKey {
+  bool trans_a, trans_b, bias;
+  int m, n, k, lda, ldb;
+  uint32_t align_a, align_b, align_d;
+  auto tied() const {
+    return std::tie(trans_a, trans_b, bias, m, n, k, lda, ldb, align_a, align_b, align_d);
+  }
+  bool operator<(const GemmKey& o) const { return tied() < o.tied(); }
+};
+
+// The descriptors and the heuristic's algorithm for one key, made at its first product and kept
+// for the process (host objects; never destroyed, so no order problem at exit).
+struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+void destroy(GemmPlan& p) {
+  if (p.ld) cublasLtMatrixLayoutDestroy(p.ld);
+  if (p.lb) cublasLtMatrixLayoutDestroy(p.lb);
+  if (p.la) cublasLtMatrixLayoutDestroy(p.la);
+  if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+}
+
+GemmPlan make_plan(const GemmKey& key) {
+  GemmPlan p;
   cublasLtMatmulPreference_t pref = nullptr;
-  auto cleanup = [&] {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  };
   try {
-    lt_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-    const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+    lt_check(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+    const cublasOperation_t ta = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    lt_check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
              "TRANSA");
-    lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+    lt_check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
              "TRANSB");
-    if (bias) {
+    if (key.bias) {
       const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
       lt_check(
-          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
+          cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
           "EPILOGUE");
-      lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                              sizeof bias),
-               "BIAS_POINTER");
     }
-    lt_check(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, trans_a ? k : m, trans_a ? m : k, lda),
+    const int m = key.m, n = key.n, k = key.k;
+    lt_check(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_32F, key.trans_a ? k : m, key.trans_a ? m : k,
+                                        key.lda),
              "layout A");
-    lt_check(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, trans_b ? n : k, trans_b ? k : n, ldb),
+    lt_check(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_32F, key.trans_b ? n : k, key.trans_b ? k : n,
+                                        key.ldb),
              "layout B");
-    lt_check(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, m), "layout D");
+    lt_check(cublasLtMatrixLayoutCreate(&p.ld, CUDA_R_32F, m, n, m), "layout D");
     lt_check(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
     lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                   &kWorkspaceBytes, sizeof kWorkspaceBytes),
              "MAX_WORKSPACE_BYTES");
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> aligned[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, A},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, B},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, D},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, D}};
-    for (auto [attr, ptr] : aligned) {
-      const uint32_t a = alignment(ptr);
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligned[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+    for (auto [attr, a] : aligned)
       lt_check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &a, sizeof a), "MIN_ALIGNMENT");
-    }
     cublasLtMatmulHeuristicResult_t heur{};
     int found = 0;
-    lt_check(cublasLtMatmulAlgoGetHeuristic(l.handle, desc, la, lb, ld, ld, pref, 1, &heur, &found),
+    lt_check(cublasLtMatmulAlgoGetHeuristic(lt().handle, p.desc, p.la, p.lb, p.ld, p.ld, pref, 1,
+                                            &heur, &found),
              "AlgoGetHeuristic");
     if (found == 0) lt_check(CUBLAS_STATUS_NOT_SUPPORTED, "AlgoGetHeuristic: no algorithm");
-    const float alpha = 1.0f;
-    lt_check(cublasLtMatmul(l.handle, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &heur.algo,
-                            l.workspace, kWorkspaceBytes, stream()),
-             "Matmul");
+    p.algo = heur.algo;
   } catch (...) {
-    cleanup();
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    destroy(p);
     throw;
   }
-  cleanup();
+  cublasLtMatmulPreferenceDestroy(pref);
+  return p;
 }
 
-// out[n, oc] = bias[oc] (assign) or out[n, oc] += bias[oc].
+// D (m x n, column-major, ld m) = op(A) op(B) + beta D [+ bias(m)]; A is m x k after op, B k x n.
+// bias must be 16-byte aligned (the epilogue's requirement); the caller adds it otherwise. The
+// descriptors and algorithm come from a per-shape cache (ops run from one host thread).
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* A, int lda, const float* B,
+          int ldb, float* D, float beta, const float* bias) {
+  static std::map<GemmKey, GemmPlan> plans;
+  const GemmKey key{trans_a, trans_b,      bias != nullptr, m,           n, k, lda,
+                    ldb,     alignment(A), alignment(B),    alignment(D)};
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
+  const GemmPlan& p = it->second;
+  if (bias) {
+    lt_check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                            sizeof bias),
+             "BIAS_POINTER");
+  }
+  const float alpha = 1.0f;
+  lt_check(cublasLtMatmul(lt().handle, p.desc, &alpha, A, p.la, B, p.lb, &beta, D, p.ld, D, p.ld,
+                          &p.algo, lt().workspace, kWorkspaceBytes, stream()),
+           "Matmul");
+}
+
 __global__ void bias_kernel(float* out, const float* bias, size_t n, int OC, bool assign) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -125,13 +161,26 @@ __global__ void bias_kernel(float* out, const float* bias, size_t n, int OC, boo
   }
 }
 
-// dbias[oc] += sum_n dout[n, oc], rows in order (one thread per column: deterministic, and slow
-// for large N with small OC; a two-stage column sum as in layernorm.cu is the fix).
-__global__ void bias_grad_kernel(float* dbias, const float* dout, int N, int OC) {
+// dbias[oc] += sum_n dout[n, oc], in two stages as layernorm.cu's dw: block (p, cb) sums rows
+// [p * kRowsPerPartial, ...) of columns cb * kThreads + t in order into part[p, oc]; then one
+// thread per column adds the parts in order. Deterministic (a fixed order per shape), and
+// N / kRowsPerPartial times the parallelism of one thread per column.
+constexpr int kRowsPerPartial = 256;
+
+__global__ void bias_grad_partial_kernel(float* part, const float* dout, int N, int OC) {
+  const int oc = blockIdx.y * kThreads + threadIdx.x;
+  if (oc >= OC) return;
+  const int r0 = blockIdx.x * kRowsPerPartial, r1 = min(N, r0 + kRowsPerPartial);
+  float s = 0;
+  for (int n = r0; n < r1; ++n) s += dout[size_t(n) * OC + oc];
+  part[size_t(blockIdx.x) * OC + oc] = s;
+}
+
+__global__ void bias_grad_sum_kernel(float* dbias, const float* part, int parts, int OC) {
   const int oc = blockIdx.x * kThreads + threadIdx.x;
   if (oc >= OC) return;
   float s = 0;
-  for (int n = 0; n < N; ++n) s += dout[size_t(n) * OC + oc];
+  for (int p = 0; p < parts; ++p) s += part[size_t(p) * OC + oc];
   dbias[oc] += s;
 }
 
@@ -165,8 +214,14 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
     gemm(false, true, C, OC, N, inp, C, dout, OC, dw, 1.0f, nullptr);
   }
   if (dbias) {
-    bias_grad_kernel<<<(OC + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(dbias, dout, N, OC);
-    GOSSAMER_CUDA_LAUNCHED("bias_grad_kernel");
+    const int parts = (N + kRowsPerPartial - 1) / kRowsPerPartial;
+    const unsigned column_blocks = (OC + kThreads - 1) / kThreads;
+    auto* part = static_cast<float*>(workspace(size_t(parts) * OC * sizeof(float)));
+    bias_grad_partial_kernel<<<dim3(parts, column_blocks), kThreads, 0, stream()>>>(part, dout, N,
+                                                                                    OC);
+    GOSSAMER_CUDA_LAUNCHED("bias_grad_partial_kernel");
+    bias_grad_sum_kernel<<<column_blocks, kThreads, 0, stream()>>>(dbias, part, parts, OC);
+    GOSSAMER_CUDA_LAUNCHED("bias_grad_sum_kernel");
   }
 }
 

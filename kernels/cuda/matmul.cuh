@@ -6,10 +6,12 @@
 // tolerances hold; bf16 comes with mixed precision), row-major operands passed as their
 // column-major transposes, each operand's actual alignment given to cuBLASLt (parameter views
 // can be only 4-byte aligned); bias by the epilogue when 16-byte aligned, else by a kernel; dbias
-// by one thread per output column summing rows in order.
+// in two stages (column sums over fixed slices of 256 rows into cuda_context's workspace, then
+// the slices added in order per column: deterministic).
 // cuBLAS gives the same bits run to run on one GPU model for one configuration (its
-// documentation); the algorithm is cuBLASLt's first heuristic choice, logged once per shape
-// is future work, as is caching the descriptors per shape (today: made per call).
+// documentation); the algorithm is cuBLASLt's first heuristic choice for the shape, operand
+// alignments and epilogue, cached with the descriptors per shape at its first product (logging
+// the choice is future work).
 // Device pointers, cuda_context's stream().
 #pragma once
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "cuda_staged_ops.h"
 #include "gpt2_op_cases.h"
 #include "llama_op_cases.h"
@@ -44,6 +45,11 @@ std::vector<CaseEntry> cuda_cases() {
   v.push_back(entry<llama::SwigluCase>(300, 1025));
   v.push_back(entry<AttentionCase>(1, 129, 128, 2));  // rows longer than four warps' strides
   v.push_back(entry<MatmulCase>(65, 1025, 257, true, true));  // no dimension a multiple of 4
+  v.push_back(entry<MatmulCase>(600, 33, 70, true, true));    // dbias over three row slices
+  // Attention's head sizes per lane count: 200 (8 dims a lane, over 48 KiB of shared memory),
+  // 100 (4), both with T past a block's 16 rows and a tile's 32 keys.
+  v.push_back(entry<AttentionCase>(2, 40, 400, 2));
+  v.push_back(entry<llama::GqaAttentionCase>(2, 50, 6, 2, 100));
   return v;
 }
 
@@ -191,6 +197,55 @@ TEST(CudaBlockOps, MatchTheCpuBitForBit) {
     cuda.sum_squares_to(&to, x.data(), x.size());
     const double back = cuda.sum_squares(x.data(), x.size());
     EXPECT_EQ(std::memcmp(&to, &back, sizeof to), 0) << "sum_squares_to " << to << " vs " << back;
+  }
+}
+
+// Attention on CUDA takes head sizes up to 256 and says so above.
+TEST(CudaAttention, RefusesHeadsAbove256) {
+  SKIP_WITHOUT_GPU();
+  const int B = 1, T = 3, NH = 1, C = 257;  // the head size is checked before any launch
+  try {
+    gossamer::kernels::cuda::attention_forward(nullptr, nullptr, nullptr, B, T, C, NH, NH);
+    ADD_FAILURE() << "head size 257 accepted";
+  } catch (const gossamer::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head size 257"), std::string::npos) << e.what();
+  }
+}
+
+// Piece-wise moves (staged) against the CPU table, bit for bit: 1, 300 and 70001 runs (past
+// the grid's 65535 blocks) of 0 to 2000 elements, sources in shuffled order.
+TEST(CudaCopyRuns, MatchTheCpuBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  for (size_t n_runs : {size_t{1}, size_t{300}, size_t{70001}}) {
+    Rng rng(n_runs);
+    std::vector<gossamer::kernels::CopyRun> runs(n_runs);
+    size_t dst_n = 0, src_n = 0;
+    for (auto& r : runs) {
+      r.n = n_runs > 1000 ? rng.below(40) : rng.below(2001);
+      r.dst_offset = dst_n + rng.below(3);
+      dst_n = r.dst_offset + r.n;
+    }
+    std::vector<size_t> order(n_runs);
+    for (size_t j = 0; j < n_runs; ++j) order[j] = j;
+    for (size_t j = n_runs; j > 1; --j) std::swap(order[j - 1], order[rng.below(j)]);
+    for (size_t j : order) {
+      runs[j].src_offset = src_n;
+      src_n += runs[j].n;
+    }
+    std::vector<float> src(src_n), pre(dst_n);
+    for (auto& v : src) v = float(rng.normal());
+    for (auto& v : pre) v = float(rng.normal());
+    std::vector<float> ca = pre, cb = pre, aa = pre, ab = pre;
+    cuda.copy_runs(ca.data(), src.data(), runs.data(), n_runs);
+    cpu.copy_runs(cb.data(), src.data(), runs.data(), n_runs);
+    cuda.accumulate_runs(aa.data(), src.data(), runs.data(), n_runs);
+    cpu.accumulate_runs(ab.data(), src.data(), runs.data(), n_runs);
+    EXPECT_EQ(std::memcmp(ca.data(), cb.data(), ca.size() * sizeof(float)), 0)
+        << "copy_runs, " << n_runs << " runs";
+    EXPECT_EQ(std::memcmp(aa.data(), ab.data(), aa.size() * sizeof(float)), 0)
+        << "accumulate_runs, " << n_runs << " runs";
   }
 }
 
