@@ -118,6 +118,7 @@ struct BasicOpTable {
   void (*block_l1_norms)(double* out, const Real* x, const int32_t* blocks, size_t n_blocks,
                          size_t B, size_t n_x);
   void (*increment_clamped)(int32_t* x, size_t n, int32_t cap);  // x = min(x + 1, cap)
+  void (*assign_at)(int32_t* x, const int32_t* idx, size_t k, int32_t value);  // x[idx[j]] = value
   // Piece-wise moves (kernels/cpu/copy_runs.h): per run, n elements of src at src_offset to
   // dst at dst_offset (=, or +=); the runs in the table's memory, their destinations disjoint.
   void (*copy_runs)(Real* dst, const Real* src, const CopyRun* runs, size_t n_runs);
@@ -176,6 +177,7 @@ struct BasicOpTable {
     f("zero_blocks", zero_blocks);
     f("block_l1_norms", block_l1_norms);
     f("increment_clamped", increment_clamped);
+    f("assign_at", assign_at);
     f("copy_runs", copy_runs);
     f("accumulate_runs", accumulate_runs);
   }

@@ -46,6 +46,10 @@ void block_l1_norms(double* out, const T* x, const int32_t* blocks, size_t n_blo
   }
 }
 
+void assign_at(int32_t* x, const int32_t* idx, size_t k, int32_t value) {
+  for (size_t j = 0; j < k; ++j) x[idx[j]] = value;
+}
+
 void increment_clamped(int32_t* x, size_t n, int32_t cap) {
 #pragma omp parallel for schedule(static) if (n >= 65536)
   for (size_t j = 0; j < n; ++j) x[j] = std::min(x[j] + 1, cap);

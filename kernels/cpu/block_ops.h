@@ -7,6 +7,7 @@
 //   block_l1_norms:    out[j] = sum_i |x[blocks[j] B + i]| in double, in index order
 // for i < min(B, n_x - blocks[j] B); and
 //   increment_clamped: x[j] = min(x[j] + 1, cap)                 (the blocks' step counts)
+//   assign_at:         x[idx[j]] = value                          (restarted step counts)
 #pragma once
 
 #include <cstddef>
@@ -26,5 +27,6 @@ void block_l1_norms(double* out, const T* x, const int32_t* blocks, size_t n_blo
                     size_t n_x);
 
 void increment_clamped(int32_t* x, size_t n, int32_t cap);
+void assign_at(int32_t* x, const int32_t* idx, size_t k, int32_t value);
 
 }  // namespace gossamer::kernels::cpu

@@ -78,6 +78,7 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .zero_blocks = cpu::zero_blocks<Real>,
       .block_l1_norms = cpu::block_l1_norms<Real>,
       .increment_clamped = cpu::increment_clamped,
+      .assign_at = cpu::assign_at,
       .copy_runs = cpu::copy_runs<Real>,
       .accumulate_runs = cpu::accumulate_runs<Real>,
   };

@@ -51,7 +51,19 @@ __global__ void increment_clamped_kernel(int32_t* x, size_t n, int32_t cap) {
     x[j] = x[j] + 1 < cap ? x[j] + 1 : cap;
 }
 
+__global__ void assign_at_kernel(int32_t* x, const int32_t* idx, size_t k, int32_t value) {
+  for (size_t j = blockIdx.x * size_t(blockDim.x) + threadIdx.x; j < k;
+       j += size_t(gridDim.x) * blockDim.x)
+    x[idx[j]] = value;
+}
+
 }  // namespace
+
+void assign_at(int32_t* x, const int32_t* idx, size_t k, int32_t value) {
+  if (k == 0) return;
+  assign_at_kernel<<<grid_for(k, kThreads), kThreads, 0, stream()>>>(x, idx, k, value);
+  GOSSAMER_CUDA_LAUNCHED("assign_at_kernel");
+}
 
 void accumulate_blocks(float* compact, const float* x, const int32_t* blocks, size_t n_blocks,
                        size_t B, size_t n_x) {

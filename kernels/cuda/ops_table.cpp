@@ -75,6 +75,7 @@ constexpr OpTable kCudaOps{
     .zero_blocks = zero_blocks,
     .block_l1_norms = block_l1_norms,
     .increment_clamped = increment_clamped,
+    .assign_at = assign_at,
     .copy_runs = copy_runs,
     .accumulate_runs = accumulate_runs,
 };

@@ -367,12 +367,8 @@ void SparseTraining::topology_update(int64_t t) {
   list_dev_.upload(changed.data(), changed.size());
   ops_.zero_blocks(m_c_.data(), list_dev_.data(), changed.size(), B, slots * B);
   ops_.zero_blocks(v_c_.data(), list_dev_.data(), changed.size(), B, slots * B);
-  if (fixes_.step_reset && !changed.empty()) {  // SMET's code: 1, so 2 at the first step
-    std::vector<int32_t> steps(slots);
-    steps_.download(steps.data(), slots);
-    for (int32_t s : changed) steps[size_t(s)] = 1;
-    steps_.upload(steps.data(), slots);
-  }
+  if (fixes_.step_reset)  // SMET's code: 1, so 2 at the first step
+    ops_.assign_at(steps_.data(), list_dev_.data(), changed.size(), 1);
   std::fill(fresh_.data(), fresh_.data() + fresh_.size(), uint8_t{0});
   for (int32_t s : changed) fresh_[size_t(s)] = 1;
   count_fresh();

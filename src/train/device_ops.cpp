@@ -29,7 +29,10 @@ const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, 
                  "%d GPU(s) are visible (launch at most %d rank(s) per node)",
                  key, local_rank, gpus, gpus);
   kernels::cuda::use_device(local_rank);  // before the first allocation
-  log_info("%s = cuda: the CUDA op table on GPU %d of %d visible", key, local_rank, gpus);
+  log_info(
+      "%s = cuda: the CUDA op table on GPU %d of %d visible (fp32; attention flash-style on the "
+      "CUDA cores, head sizes up to 256)",
+      key, local_rank, gpus);
   return kernels::cuda::ops();
 #else
   fail(

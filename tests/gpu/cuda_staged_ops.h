@@ -362,6 +362,13 @@ inline void accumulate_blocks(float* compact, const float* x, const int32_t* blo
   k::accumulate_blocks(s(compact, n_blocks * B), s(x, n_x), s(blocks, n_blocks), n_blocks, B, n_x);
   s.finish();
 }
+inline void assign_at(int32_t* x, const int32_t* idx, size_t k, int32_t value) {
+  size_t n = 0;  // x's extent: past the largest index
+  for (size_t j = 0; j < k; ++j) n = std::max(n, size_t(idx[j]) + 1);
+  Stager s("assign_at");
+  k::assign_at(s(x, n), s(idx, k), k, value);
+  s.finish();
+}
 // The extents the runs reach in dst and in src.
 inline std::pair<size_t, size_t> run_extents(const CopyRun* runs, size_t n_runs) {
   size_t d = 0, s = 0;
@@ -504,6 +511,7 @@ inline kernels::OpTable cuda_staged_ops() {
   t.zero_blocks = staged::zero_blocks;
   t.block_l1_norms = staged::block_l1_norms;
   t.increment_clamped = staged::increment_clamped;
+  t.assign_at = staged::assign_at;
   t.copy_runs = staged::copy_runs;
   t.accumulate_runs = staged::accumulate_runs;
   t.sum_squares = staged::sum_squares;

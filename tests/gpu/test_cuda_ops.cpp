@@ -189,6 +189,12 @@ TEST(CudaBlockOps, MatchTheCpuBitForBit) {
     cuda.increment_clamped(sa.data(), nb, 7);
     cpu.increment_clamped(sb.data(), nb, 7);
     EXPECT_EQ(sa, sb) << "increment_clamped";
+    std::vector<int32_t> picks;  // every third count, in reverse order
+    for (size_t j = nb; j-- > 0;)
+      if (j % 3 == 0) picks.push_back(int32_t(j));
+    cuda.assign_at(sa.data(), picks.data(), picks.size(), 1);
+    cpu.assign_at(sb.data(), picks.data(), picks.size(), 1);
+    EXPECT_EQ(sa, sb) << "assign_at";
     double exact = 0;
     for (float v : pre) exact += double(v);
     EXPECT_EQ(cuda.sum(pre.data(), pre.size()), exact) << "sum";

@@ -264,6 +264,7 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(zero_blocks);
     GOSSAMER_GUARD(block_l1_norms);
     GOSSAMER_GUARD(increment_clamped);
+    GOSSAMER_GUARD(assign_at);
     GOSSAMER_GUARD(copy_runs);
     GOSSAMER_GUARD(accumulate_runs);
 #undef GOSSAMER_GUARD

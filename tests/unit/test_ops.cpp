@@ -304,6 +304,11 @@ void check_block_ops(const Ops<T>& ops) {
   steps[0] = 0, steps[1] = 5, steps[2] = 6, steps[3] = 7;
   ops.increment_clamped(steps.data(), 4, 7);
   EXPECT_TRUE(steps[0] == 1 && steps[1] == 6 && steps[2] == 7 && steps[3] == 7) << "increment";
+  const int32_t restarted[] = {3, 1};
+  ops.assign_at(steps.data(), restarted, 2, -4);
+  EXPECT_TRUE(steps[0] == 1 && steps[1] == -4 && steps[2] == 7 && steps[3] == -4) << "assign_at";
+  ops.assign_at(steps.data(), restarted, 0, 9);  // an empty list writes nothing
+  EXPECT_TRUE(steps[1] == -4 && steps[3] == -4) << "assign_at, k = 0";
   EXPECT_TRUE(compact.guards_intact() && z.guards_intact() && l1.guards_intact() &&
               steps.guards_intact());
 }
