@@ -19,8 +19,11 @@ constexpr int kChannelBlock = 64;  // output channels per work item of the dbias
 template <class T>
 void matmul_forward(T* out, const T* inp, const T* w, const T* bias, int N, int C, int OC) {
   if (N == 0 || OC == 0) return;
-  // out(N,OC) = inp(N,C) * w(OC,C)^T
-  gemm<T>(false, true, N, OC, C, T(1), inp, C, w, C, T(0), out, OC);
+  // out(N,OC) = inp(N,C) * w(OC,C)^T; an empty product (C = 0) is 0
+  if (C > 0)
+    gemm<T>(false, true, N, OC, C, T(1), inp, C, w, C, T(0), out, OC);
+  else
+    std::fill_n(out, static_cast<size_t>(N) * OC, T(0));
   if (bias == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -33,11 +36,13 @@ void matmul_forward(T* out, const T* inp, const T* w, const T* bias, int N, int 
 template <class T>
 void matmul_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const T* w, int N,
                      int C, int OC) {
-  if (N == 0 || OC == 0 || C == 0) return;
-  // dinp(N,C) += dout(N,OC) * w(OC,C)
-  if (dinp != nullptr) gemm<T>(false, false, N, C, OC, T(1), dout, OC, w, C, T(1), dinp, C);
-  // dw(OC,C) += dout(N,OC)^T * inp(N,C)
-  gemm<T>(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dw, C);
+  if (N == 0 || OC == 0) return;
+  if (C > 0) {  // an empty product (C = 0) has no dinp or dw, but out = bias still has a dbias
+    // dinp(N,C) += dout(N,OC) * w(OC,C)
+    if (dinp != nullptr) gemm<T>(false, false, N, C, OC, T(1), dout, OC, w, C, T(1), dinp, C);
+    // dw(OC,C) += dout(N,OC)^T * inp(N,C)
+    gemm<T>(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dw, C);
+  }
   if (dbias == nullptr) return;
   const int nblocks = (OC + kChannelBlock - 1) / kChannelBlock;
 #pragma omp parallel for schedule(static)

@@ -50,6 +50,14 @@ struct Shape {
 };
 
 Shape make_shape(int B, int T, int C, int NH, int NKV) {
+  if (NH <= 0 || NKV <= 0 || NH % NKV != 0 || C % NH != 0) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "attention on CUDA: NH = %d query heads must be a multiple of NKV = %d kv heads "
+                  "and divide C = %d",
+                  NH, NKV, C);
+    throw Error(msg);
+  }
   const int hs = C / NH;
   return {B, T, C, NH, NKV, hs, C + 2 * NKV * hs, 1.0f / std::sqrt(float(hs))};
 }

@@ -29,9 +29,9 @@ __global__ void encoder_backward_wpe_kernel(float* dwpe, const float* dout, int 
   const size_t n = size_t(T) * C;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    float s = 0;
+    float s = dwpe[i];  // added into in b order, as the CPU op does (its bits)
     for (int b = 0; b < B; ++b) s += dout[size_t(b) * n + i];
-    dwpe[i] += s;
+    dwpe[i] = s;
   }
 }
 

@@ -305,6 +305,7 @@ inline std::vector<CaseEntry> all_cases() {
   v.push_back(entry<MatmulCase>(5, 37, 19, true, false));
   v.push_back(entry<MatmulCase>(33, 130, 67, true, true));
   v.push_back(entry<MatmulCase>(16, 768, 72, true, true));
+  v.push_back(entry<MatmulCase>(4, 0, 6, true, true));  // an empty product: out = bias
   // attention: (B, T, C, NH), odd T and odd head sizes, T = 1, and the GPT-2 head size 64.
   v.push_back(entry<AttentionCase>(1, 1, 12, 3));
   v.push_back(entry<AttentionCase>(2, 7, 12, 4));

@@ -351,6 +351,37 @@ void check_copy_runs(const Ops<T>& ops) {
   EXPECT_EQ(std::memcmp(copied.data(), want_copy.data(), dst_n * sizeof(T)), 0);
 }
 
+// A linear layer with an empty inner dimension (C = 0): out = bias, and the backward still
+// adds dout's column sums into dbias (dinp and dw are empty). Exact values.
+template <class T>
+void check_empty_matmul(const Ops<T>& ops) {
+  const int N = 3, OC = 5;
+  const Guarded<T> bias = exact_values<T>(OC, 10), dout = exact_values<T>(size_t(N) * OC, 11);
+  const Guarded<T> pre = exact_values<T>(OC, 12);
+  Guarded<T> out(size_t(N) * OC, T(-1)), dbias = pre, none(0, T(0));
+  ops.matmul_forward(out.data(), none.data(), none.data(), bias.data(), N, 0, OC);
+  ops.matmul_backward(none.data(), none.data(), dbias.data(), dout.data(), none.data(), none.data(),
+                      N, 0, OC);
+  size_t wrong_out = 0, wrong_dbias = 0;
+  for (int n = 0; n < N; ++n)
+    for (int j = 0; j < OC; ++j) wrong_out += out[size_t(n) * OC + j] != bias[j];
+  for (int j = 0; j < OC; ++j) {
+    T want = pre[j];
+    for (int n = 0; n < N; ++n) want += dout[size_t(n) * OC + j];
+    wrong_dbias += dbias[j] != want;
+  }
+  EXPECT_EQ(wrong_out, 0u) << "out = bias";
+  EXPECT_EQ(wrong_dbias, 0u) << "dbias += column sums of dout";
+  EXPECT_TRUE(out.guards_intact() && dbias.guards_intact() && none.guards_intact());
+}
+
+TEST(EmptyMatmul, ExactFloat) {
+  check_empty_matmul(kernels::cpu_ops());
+}
+TEST(EmptyMatmul, ExactDouble) {
+  check_empty_matmul(kernels::cpu_ops_f64());
+}
+
 TEST(CopyRuns, ExactFloat) {
   check_copy_runs(kernels::cpu_ops());
 }
