@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
-
 #include "core/error.h"
 #include "core/log.h"
 #include "optim/sync_common.h"
@@ -27,17 +25,8 @@ DataParallel::DataParallel(const OptimizerSetup& setup, RuleFactory make_rule)
   if (bf16_ && world_ > 1) wire_ = Buffer<uint16_t>(total_, *ops_.memory);
   if (par_.zero_stage == 2) {
     grad_acc_ = Buffer<float>(own_.size, *ops_.memory);
-    // This rank's pieces between the flat gradient and the packed accumulator, both ways, as
-    // run lists in the op table's memory (one op call per move, not one per piece).
-    std::vector<kernels::CopyRun> in, out;
-    for (const ShardPiece& p : own_.pieces) {
-      in.push_back({.dst_offset = p.local, .src_offset = p.begin, .n = p.size()});
-      out.push_back({.dst_offset = p.begin, .src_offset = p.local, .n = p.size()});
-    }
-    acc_in_runs_ = Buffer<kernels::CopyRun>(in.size(), *ops_.memory);
-    acc_in_runs_.upload(in.data(), in.size());
-    acc_out_runs_ = Buffer<kernels::CopyRun>(out.size(), *ops_.memory);
-    acc_out_runs_.upload(out.data(), out.size());
+    acc_in_runs_ = piece_runs(own_.pieces, PieceMove::TO_PACKED, *ops_.memory);
+    acc_out_runs_ = piece_runs(own_.pieces, PieceMove::FROM_PACKED, *ops_.memory);
   }
   bucket_sq_ = LaunchedSums(shards_->num_buckets(), *ops_.memory);
 }

@@ -502,26 +502,19 @@ size_t Scape::rank_base(int rank) const {
 // per piece): flat -> every rank's pieces packed rank after rank (the order of a
 // reduce-scatter's counts), the way back, and this rank's pieces to its place in the pack.
 void Scape::build_pack_runs() {
-  std::vector<kernels::CopyRun> pack, unpack, own;
+  std::vector<ShardPiece> all, own;  // local offsets in the rank-major pack
   size_t base = 0;
   for (int q = 0; q < world_; ++q) {
-    for (const ShardPiece& piece : rank_pieces_[size_t(q)]) {
-      pack.push_back(
-          {.dst_offset = base + piece.local, .src_offset = piece.begin, .n = piece.size()});
-      unpack.push_back(
-          {.dst_offset = piece.begin, .src_offset = base + piece.local, .n = piece.size()});
-      if (q == rank_) own.push_back(pack.back());
+    for (ShardPiece piece : rank_pieces_[size_t(q)]) {
+      piece.local += base;
+      all.push_back(piece);
+      if (q == rank_) own.push_back(piece);
     }
     base += shards_->size(q);
   }
-  const auto to_device = [&](Buffer<kernels::CopyRun>& dev,
-                             const std::vector<kernels::CopyRun>& v) {
-    dev = Buffer<kernels::CopyRun>(v.size(), *ops_.memory);
-    dev.upload(v.data(), v.size());
-  };
-  to_device(pack_runs_, pack);
-  to_device(unpack_runs_, unpack);
-  to_device(own_pack_runs_, own);
+  pack_runs_ = piece_runs(all, PieceMove::TO_PACKED, *ops_.memory);
+  unpack_runs_ = piece_runs(all, PieceMove::FROM_PACKED, *ops_.memory);
+  own_pack_runs_ = piece_runs(own, PieceMove::TO_PACKED, *ops_.memory);
 }
 
 void Scape::pack_rank_major(const float* flat, float* out) const {

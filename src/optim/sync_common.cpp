@@ -7,6 +7,21 @@
 
 namespace gossamer::optim {
 
+Buffer<kernels::CopyRun> piece_runs(std::span<const ShardPiece> pieces, PieceMove move,
+                                    const MemoryOps& memory) {
+  std::vector<kernels::CopyRun> runs;
+  runs.reserve(pieces.size());
+  for (const ShardPiece& p : pieces) {
+    if (move == PieceMove::TO_PACKED)
+      runs.push_back({.dst_offset = p.local, .src_offset = p.begin, .n = p.size()});
+    else
+      runs.push_back({.dst_offset = p.begin, .src_offset = p.local, .n = p.size()});
+  }
+  Buffer<kernels::CopyRun> dev(runs.size(), memory);
+  dev.upload(runs.data(), runs.size());
+  return dev;
+}
+
 void agree_gradients_finite(comm::Communicator& control, bool locally_finite, int64_t t) {
   const int world = control.size(), rank = control.rank();
   int32_t flag = locally_finite ? 0 : int32_t(world - rank);  // max -> lowest failing rank

@@ -19,6 +19,13 @@
 
 namespace gossamer::optim {
 
+// The op table's run list (kernels/copy_run.h, in its memory) moving `pieces` between a flat
+// buffer and a packed one that holds piece p at p.local: flat -> packed, or packed -> flat. One
+// copy_runs / accumulate_runs call then moves every piece (a sharded step's packs).
+enum class PieceMove { TO_PACKED, FROM_PACKED };
+Buffer<kernels::CopyRun> piece_runs(std::span<const ShardPiece> pieces, PieceMove move,
+                                    const MemoryOps& memory);
+
 // The local sums of squares of what a step sends, one per launch, kept in the op table's memory
 // (ops.sum_squares_to: no host wait per launch on a GPU) and read back once: their sum in launch
 // order and whether any is non-finite, for agree_gradients_finite and the norm.
