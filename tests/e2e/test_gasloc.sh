@@ -76,9 +76,10 @@ done
 # exchange with it wait in that round: ring neighbours 1 and 3 (not 2); the one_peer partner
 # rank 0's metrics name; with DiLoCo every rank waits in the all-reduce.
 export GOSSAMER_FAULT=delay:0:5:1500
-train4 slow-ring --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=1 --set optimizer.gasloc.topology=ring
-train4 slow-pair --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=1 --set optimizer.gasloc.topology=one_peer
-train4 slow-diloco --set optimizer.name=diloco --set optimizer.diloco.local_steps=1
+slow=(--set train.steps=6)  # the slow step and one after it
+train4 slow-ring "${slow[@]}" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=1 --set optimizer.gasloc.topology=ring
+train4 slow-pair "${slow[@]}" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=1 --set optimizer.gasloc.topology=one_peer
+train4 slow-diloco "${slow[@]}" --set optimizer.name=diloco --set optimizer.diloco.local_steps=1
 unset GOSSAMER_FAULT
 waits() {  # FILE: "waiting ranks" (> 1 s) and "free ranks" (< 0.5 s) at step 5, and rank 0's peer
   node -e '

@@ -246,8 +246,9 @@ fi
   && pass "the interrupted point would resume" || fail "no resume planned after SIGINT"
 
 # ---- 8b. a point killed before its first checkpoint restarts from scratch ---------------------
+# 100 steps: time to kill it after step 2, and a short re-run.
 cat >"$WORK/s8b.json" <<EOF
-{"base": "$BASE", "set": {$REST, "train.steps": 400, "train.eval_every": 0, "train.checkpoint_every": 0},
+{"base": "$BASE", "set": {$REST, "train.steps": 100, "train.eval_every": 0, "train.checkpoint_every": 0},
  "points": [{"name": "killed"}]}
 EOF
 "$GOSSAMER" sweep "$WORK/s8b.json" --out "$WORK/o8b" >/dev/null 2>&1 &

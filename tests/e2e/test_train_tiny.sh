@@ -16,6 +16,15 @@ for key in step loss lr grad_norm tokens_per_s bytes_sent mfu; do
 done
 [[ -f "$RUN/checkpoints/step_00000120/model.safetensors" && -f "$RUN/checkpoints/step_00000120/optimizer.safetensors" && -f "$RUN/checkpoints/step_00000120/trainer.json" ]] \
   && pass "final checkpoint complete" || fail "final checkpoint missing"
+# The test configs give the MFU's peak (no sgemm timed at each start); without it, measured.
+grep -q 'MFU peak 100.0 GFLOP/s per rank (metrics.peak_gflops)' "$WORK/log" \
+  && pass "the test config's MFU peak is used" || fail "the MFU peak of the config is not in the log"
+"$GOSSAMER" train -c configs/test/gpt2-tiny.json --set metrics.peak_gflops=0 --set train.steps=2 \
+  --set train.eval_every=0 --out "$WORK/measured" >"$WORK/measured.log" 2>&1 \
+  && grep -q 'GFLOP/s per rank (measured sgemm)' "$WORK/measured.log" \
+  && node -e "process.exit($(json_field "$WORK/measured/metrics.jsonl" 2 mfu) > 0 ? 0 : 1)" \
+  && pass "metrics.peak_gflops = 0: the sgemm peak measured, MFU > 0" \
+  || fail "measured MFU peak: $(grep -o 'MFU peak[^;]*' "$WORK/measured.log")"
 ls -a "$RUN/checkpoints" | grep -q tmp && fail "temporary checkpoint left behind" || pass "no temporary files"
 out=$("$GOSSAMER" generate --checkpoint "$RUN" --prompt "In the beginning" --tokens 20 --seed 1 2>/dev/null)
 [[ ${#out} -gt 20 ]] && pass "generate: $out" || fail "generate printed too little: $out"
