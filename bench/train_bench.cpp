@@ -51,7 +51,7 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   const auto& ops = kernels::cpu_ops();
   const int B = config.data.micro_batch, T = config.data.seq_len;
   const int64_t accum = config.grad_accum_steps(world);
-  auto model_ptr = model::make_model(config.model, B, T, ops);
+  auto model_ptr = model::make_model(config.model, B, T, ops, config.kernels.matmul_dtype);
   model::Model& model = *model_ptr;
   model.init_weights(config.train.seed);
   auto optimizer = optim::make_optimizer({config.optimizer, config.parallel, model.layout(), ops,
@@ -97,21 +97,24 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
   if (comm.rank() == 0) {
     std::printf(
         "| model | params | optimizer | B | T | accum | ranks | threads/rank | zero | overlap | "
-        "wire "
+        "wire | products "
         "| step ms (median) | min | max | fwd ms | bwd ms | optim ms | comm wait ms | sent MB/step "
         "| tokens/s | GFLOP/s | sgemm peak GFLOP/s | MFU | peak resident MiB in the steps (rank 0) "
         "|\n");
     std::printf(
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|-"
+        "--|-"
         "--|"
         "---|\n");
     std::printf(
-        "| L%d C%d H%d V%d | %.2fM | %s | %d | %d | %lld | %d | %d | %d | %s | %s | %.1f | %.1f "
+        "| L%d C%d H%d V%d | %.2fM | %s | %d | %d | %lld | %d | %d | %d | %s | %s | %s | %.1f | "
+        "%.1f "
         "| %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f%% | %.1f |\n",
         config.model.n_layer, config.model.d_model, config.model.n_head, config.model.vocab_size,
         model.layout().total() / 1e6, optimizer->name(), B, T, (long long)accum, world,
         omp_get_max_threads(), config.parallel.zero_stage, config.parallel.overlap ? "yes" : "no",
-        std::string(enum_name(config.parallel.comm_dtype)).c_str(), 1e3 * med,
+        std::string(enum_name(config.parallel.comm_dtype)).c_str(),
+        std::string(enum_name(config.kernels.matmul_dtype)).c_str(), 1e3 * med,
         1e3 * *std::min_element(step_s.begin(), step_s.end()),
         1e3 * *std::max_element(step_s.begin(), step_s.end()), 1e3 * median(fwd_s),
         1e3 * median(bwd_s), 1e3 * median(opt_s), 1e3 * median(wait_s), median(sent) / 1e6, tok_s,

@@ -40,6 +40,16 @@ struct BasicOpTable {
                          int OC);
   void (*matmul_backward)(Real* dinp, Real* dw, Real* dbias, const Real* dout, const Real* inp,
                           const Real* w, int N, int C, int OC);
+  // The same products with bf16 operands and fp32 accumulation (kernels/cpu/matmul.h): w is
+  // already bf16 (the model's mirror of its weights); inp, and dout for dinp and dw, are rounded
+  // to bf16 at the call; each product of two bf16 values is exact and the sums are in Real; bias
+  // and dbias stay in Real (dbias from the unrounded dout). scratch: matmul_bf16_scratch_bytes
+  // bytes of the table's memory, for the rounded copies (the layout is the backend's).
+  void (*matmul_bf16_forward)(Real* out, const Real* inp, const uint16_t* w, const Real* bias,
+                              int N, int C, int OC, void* scratch);
+  void (*matmul_bf16_backward)(Real* dinp, Real* dw, Real* dbias, const Real* dout, const Real* inp,
+                               const uint16_t* w, int N, int C, int OC, void* scratch);
+  size_t (*matmul_bf16_scratch_bytes)(int N, int C, int OC);
   // Attention's forward saves what its backward needs in a layout the backend chooses (CPU: the
   // (B,NH,T,T) attention matrix; CUDA: the softmax's row statistics, (B,NH,T,2), memory linear
   // in T); each backend states the sizes, in elements of Real, of that saved state and of the
@@ -136,6 +146,9 @@ struct BasicOpTable {
     f("layernorm_backward", layernorm_backward);
     f("matmul_forward", matmul_forward);
     f("matmul_backward", matmul_backward);
+    f("matmul_bf16_forward", matmul_bf16_forward);
+    f("matmul_bf16_backward", matmul_bf16_backward);
+    f("matmul_bf16_scratch_bytes", matmul_bf16_scratch_bytes);
     f("attention_forward", attention_forward);
     f("attention_backward", attention_backward);
     f("attention_saved_size", attention_saved_size);

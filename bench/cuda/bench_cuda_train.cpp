@@ -4,10 +4,11 @@
 // on a batch of synthetic tokens (uniform over the vocabulary, a fresh batch each step), clips by
 // the global norm and applies AdamW, the trainer's step at one rank
 // (single_device_training.h; losses are those of the fresh batches, not a learning check).
-// fp32 throughout, fp32 flash-style attention: what the CUDA backend is
-// today, not its target (docs/CUDA.md). Each phase is timed to completion (the loss comes back
+// Each shape twice: fp32 products, then bf16 products with fp32 accumulation
+// (kernels.matmul_dtype = bf16); the rest fp32, fp32 flash-style attention: what the CUDA backend
+// is today, not its target (docs/CUDA.md). Each phase is timed to completion (the loss comes back
 // from forward; a one-float read-back after backward and after the update). One warm-up step,
-// then timed steps until 10 or 40 s; the table gives medians. MFU = 6N + 6LCT FLOPs per token
+// then timed steps until 10 or 20 s; the table gives medians. MFU = 6N + 6LCT FLOPs per token
 // (model::flops_per_token) x tokens/s against two peaks: the fp32 matmul peak measured in the
 // same run (a 4096^3 product through the table's matmul) and H200's 990 TFLOP/s dense bf16
 // spec. Without a GPU it prints SKIPPED and exits 0. --cpu-smoke runs the same program on the
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "bench/cuda/single_device_training.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/cuda/cuda_context.cuh"
@@ -55,21 +57,22 @@ struct Shape {
 };
 
 struct Row {
-  std::string name;
+  std::string name, products;
   size_t params = 0;
   int B = 0, T = 0, steps = 0;
   double fwd_ms = 0, bwd_ms = 0, optim_ms = 0, step_ms = 0, tokens_s = 0, flops_per_token = 0;
   float first_loss = 0, last_loss = 0;
 };
 
-Row run(const Shape& shape, const kernels::OpTable& ops, int max_steps, double max_seconds) {
-  auto m = model::make_model(shape.config, shape.B, shape.T, ops);
+Row run(const Shape& shape, kernels::MatmulDtype dtype, const kernels::OpTable& ops, int max_steps,
+        double max_seconds) {
+  auto m = model::make_model(shape.config, shape.B, shape.T, ops, dtype);
   m->init_weights(1);
   bench::SingleDeviceAdamW step(*m, ops, {.lr = 3e-4});
   const size_t n = size_t(shape.B) * shape.T;
   std::vector<int32_t> tokens(n), targets(n);
   Rng rng(2);
-  Row row{shape.name, m->params().size(), shape.B, shape.T};
+  Row row{shape.name, std::string(enum_name(dtype)), m->params().size(), shape.B, shape.T};
   row.flops_per_token = model::flops_per_token(*m, shape.T);
   std::vector<double> fwd, bwd, opt, total;
   const auto start = Clock::now();
@@ -155,23 +158,28 @@ int main(int argc, char** argv) {
     std::printf("bench_cuda_train: %s table, fp32 matmul peak %.1f TFLOP/s (measured, %d^3)\n",
                 smoke ? "CPU (smoke run)" : "CUDA", peak / 1e3, smoke ? 256 : 4096);
     std::printf(
-        "\n| model | params | B x T | steps | fwd ms | bwd ms | optim ms | step ms | tokens/s | "
-        "MFU vs fp32 peak | MFU vs H200 bf16 spec (990 TFLOP/s) | loss first -> last |\n"
-        "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+        "\n| model | products | params | B x T | steps | fwd ms | bwd ms | optim ms | step ms | "
+        "tokens/s | MFU vs fp32 peak | MFU vs H200 bf16 spec (990 TFLOP/s) | loss first -> last "
+        "|\n"
+        "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for (const Shape& s : shapes) {
-      const Row r = run(s, ops, smoke ? 3 : 10, smoke ? 30.0 : 40.0);
-      const double achieved = r.flops_per_token * r.tokens_s / 1e9;  // GFLOP/s
-      std::printf(
-          "| %s | %.1f M | %d x %d | %d | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f%% | "
-          "%.2f%% | %.3f -> %.3f |\n",
-          r.name.c_str(), r.params / 1e6, r.B, r.T, r.steps, r.fwd_ms, r.bwd_ms, r.optim_ms,
-          r.step_ms, r.tokens_s, 100.0 * achieved / peak, 100.0 * achieved / 990e3, r.first_loss,
-          r.last_loss);
-      std::fflush(stdout);
+      for (auto dtype :
+           {kernels::MatmulDtype::MATMUL_DTYPE_FP32, kernels::MatmulDtype::MATMUL_DTYPE_BF16}) {
+        const Row r = run(s, dtype, ops, smoke ? 3 : 10, smoke ? 30.0 : 20.0);
+        const double achieved = r.flops_per_token * r.tokens_s / 1e9;  // GFLOP/s
+        std::printf(
+            "| %s | %s | %.1f M | %d x %d | %d | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f%% | "
+            "%.2f%% | %.3f -> %.3f |\n",
+            r.name.c_str(), r.products.c_str(), r.params / 1e6, r.B, r.T, r.steps, r.fwd_ms,
+            r.bwd_ms, r.optim_ms, r.step_ms, r.tokens_s, 100.0 * achieved / peak,
+            100.0 * achieved / 990e3, r.first_loss, r.last_loss);
+        std::fflush(stdout);
+      }
     }
     std::printf(
-        "\nsteps: forward, backward, clip and AdamW at one rank; synthetic tokens; fp32, "
-        "flash-style fp32 attention (docs/CUDA.md). Each column is a median of its own: step ms is "
+        "\nsteps: forward, backward, clip and AdamW at one rank; synthetic tokens; products fp32 "
+        "or bf16 (fp32 accumulation), everything else fp32, flash-style fp32 attention "
+        "(docs/CUDA.md). Each column is a median of its own: step ms is "
         "the "
         "median of whole steps, not the sum of the phases; fwd includes the tokens' check and "
         "upload\n");

@@ -11,6 +11,7 @@
 
 #include "core/enum_names.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/matmul_dtype.h"
 
 namespace gossamer::kernels::cpu {
 
@@ -21,6 +22,7 @@ struct KernelsConfig {
   KernelsDevice device = KernelsDevice::KERNELS_DEVICE_CPU;
   GemmBackend gemm = GemmBackend::GEMM_BACKEND_AUTO;
   int threads = 0;
+  MatmulDtype matmul_dtype = MatmulDtype::MATMUL_DTYPE_FP32;
 
   template <class V>
   void visit(V& v) {
@@ -30,6 +32,10 @@ struct KernelsConfig {
       "docs/CUDA.md)");
     v("gemm", gemm, "CPU matrix-product backend (auto: a fixed per-shape rule, docs/PERF.md)");
     v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
+    v("matmul_dtype", matmul_dtype,
+      "operands of the model's matrix products: fp32, or bf16 (weights and activations rounded "
+      "at each product, fp32 accumulation; master weights, gradients and optimizer state stay "
+      "fp32; on the CPU an emulation, slower than fp32: docs/CUDA.md)");
   }
   // Throws gossamer::Error naming the key (prefixed by `path`) when invalid.
   void validate(const std::string& path = "kernels.") const;

@@ -2,19 +2,39 @@
 // The three products go through gemm() (deterministic for a fixed backend, shape and thread
 // count); the bias terms are plain loops: the forward adds bias row by row after a beta = 0
 // gemm, and dbias is reduced over rows by channel blocks, each summed in row order by one
-// thread (deterministic whatever the thread count, no atomics).
+// thread (deterministic whatever the thread count, no atomics). The bf16 products round their
+// operands into the scratch and run the same products on the rounded values.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
 #include <cstddef>
 
+#include "comm/bf16.h"
 #include "kernels/cpu/gemm.h"
 
 namespace gossamer::kernels::cpu {
 
 namespace {
 constexpr int kChannelBlock = 64;  // output channels per work item of the dbias reduction
+
+// out = in rounded to bf16 and widened back (exact), n values.
+template <class T>
+void round_to_bf16(T* out, const T* in, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(comm::bf16_to_float(comm::float_to_bf16(static_cast<float>(in[i]))));
+}
+
+template <class T>
+void widen_bf16(T* out, const uint16_t* in, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(comm::bf16_to_float(in[i]));
+}
 }  // namespace
+
+// dbias[j] += sum_n dout[n, j], by channel blocks, each summed in row order by one thread.
+template <class T>
+void bias_backward(T* dbias, const T* dout, int N, int OC);
 
 template <class T>
 void matmul_forward(T* out, const T* inp, const T* w, const T* bias, int N, int C, int OC) {
@@ -43,7 +63,11 @@ void matmul_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, cons
     // dw(OC,C) += dout(N,OC)^T * inp(N,C)
     gemm<T>(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dw, C);
   }
-  if (dbias == nullptr) return;
+  if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
+}
+
+template <class T>
+void bias_backward(T* dbias, const T* dout, int N, int OC) {
   const int nblocks = (OC + kChannelBlock - 1) / kChannelBlock;
 #pragma omp parallel for schedule(static)
   for (int blk = 0; blk < nblocks; ++blk) {
@@ -58,6 +82,38 @@ void matmul_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, cons
   }
 }
 
+template <class T>
+size_t matmul_bf16_scratch_bytes(int N, int C, int OC) {
+  const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
+  return sizeof(T) * (n * c + oc * c + n * oc);
+}
+
+// The scratch holds, in this order, inp (N,C), w (OC,C) and dout (N,OC) rounded and widened.
+template <class T>
+void matmul_bf16_forward(T* out, const T* inp, const uint16_t* w, const T* bias, int N, int C,
+                         int OC, void* scratch) {
+  if (N == 0 || OC == 0) return;
+  T* inp_r = static_cast<T*>(scratch);
+  T* w_r = inp_r + size_t(N) * C;
+  round_to_bf16(inp_r, inp, size_t(N) * C);
+  widen_bf16(w_r, w, size_t(OC) * C);
+  matmul_forward(out, inp_r, w_r, bias, N, C, OC);
+}
+
+template <class T>
+void matmul_bf16_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const uint16_t* w,
+                          int N, int C, int OC, void* scratch) {
+  if (N == 0 || OC == 0) return;
+  T* inp_r = static_cast<T*>(scratch);
+  T* w_r = inp_r + size_t(N) * C;
+  T* dout_r = w_r + size_t(OC) * C;
+  round_to_bf16(inp_r, inp, size_t(N) * C);
+  widen_bf16(w_r, w, size_t(OC) * C);
+  round_to_bf16(dout_r, dout, size_t(N) * OC);
+  matmul_backward<T>(dinp, dw, nullptr, dout_r, inp_r, w_r, N, C, OC);
+  if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
+}
+
 template void matmul_forward<float>(float*, const float*, const float*, const float*, int, int,
                                     int);
 template void matmul_forward<double>(double*, const double*, const double*, const double*, int, int,
@@ -66,5 +122,16 @@ template void matmul_backward<float>(float*, float*, float*, const float*, const
                                      const float*, int, int, int);
 template void matmul_backward<double>(double*, double*, double*, const double*, const double*,
                                       const double*, int, int, int);
+
+template void matmul_bf16_forward<float>(float*, const float*, const uint16_t*, const float*, int,
+                                         int, int, void*);
+template void matmul_bf16_forward<double>(double*, const double*, const uint16_t*, const double*,
+                                          int, int, int, void*);
+template void matmul_bf16_backward<float>(float*, float*, float*, const float*, const float*,
+                                          const uint16_t*, int, int, int, void*);
+template void matmul_bf16_backward<double>(double*, double*, double*, const double*, const double*,
+                                           const uint16_t*, int, int, int, void*);
+template size_t matmul_bf16_scratch_bytes<float>(int, int, int);
+template size_t matmul_bf16_scratch_bytes<double>(int, int, int);
 
 }  // namespace gossamer::kernels::cpu

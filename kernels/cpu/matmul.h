@@ -3,7 +3,16 @@
 //   backward: dinp += dout * w;  dw += dout^T * inp;  dbias += sum_n dout   (all accumulate)
 //             dinp may be null (input needs no gradient); dbias null when there is no bias.
 // The products go through gemm() (gemm.h).
+// matmul_bf16_*: the same with bf16 operands, fp32 accumulation (kernels/ops.h): inp, and dout
+// for dinp and dw, rounded to bf16 (nearest, ties to even), w given in bf16; the rounded
+// operands are widened back to T in the scratch (matmul_bf16_scratch_bytes<T> bytes) and the
+// products run as above, so each product is exact and the sums are T's: the reference of a
+// GPU's bf16 tensor-core product, up to the order of the sums. bias and dbias as above (dbias
+// from the unrounded dout).
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
 
 namespace gossamer::kernels::cpu {
 
@@ -22,5 +31,17 @@ void matmul_backward(T* dinp,        // (N,C)  += , or nullptr
                      const T* inp,   // (N,C)
                      const T* w,     // (OC,C)
                      int N, int C, int OC);
+
+template <class T>
+void matmul_bf16_forward(T* out, const T* inp, const uint16_t* w, const T* bias, int N, int C,
+                         int OC, void* scratch);
+
+template <class T>
+void matmul_bf16_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const uint16_t* w,
+                          int N, int C, int OC, void* scratch);
+
+// Bytes of scratch the bf16 ops need for one product: T copies of inp, w and dout.
+template <class T>
+size_t matmul_bf16_scratch_bytes(int N, int C, int OC);
 
 }  // namespace gossamer::kernels::cpu

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/cuda_context.cuh"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/matmul.cuh"
 
 namespace gossamer::kernels::cuda {
@@ -46,20 +47,20 @@ Lt& lt() {
 
 // The largest power of two (at most 256) that divides p's address: cuBLASLt assumes 256-byte
 // aligned operands unless told otherwise, and parameter views into one packed buffer are often
-// only 4-byte aligned.
+// only 4-byte aligned (2-byte for views into the bf16 mirror).
 uint32_t alignment(const void* p) {
   uint32_t a = 256;
-  while (a > 4 && reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
+  while (a > 2 && reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
   return a;
 }
 
 // A product's shape and what cuBLASLt's choice depends on: the plan cache's key.
 struct GemmKey {
-  bool trans_a, trans_b, bias;
+  bool trans_a, trans_b, bias, bf16;  // bf16: A and B are bf16 (C and D fp32 always)
   int m, n, k, lda, ldb;
   uint32_t align_a, align_b, align_d;
   auto tied() const {
-    return std::tie(trans_a, trans_b, bias, m, n, k, lda, ldb, align_a, align_b, align_d);
+    return std::tie(trans_a, trans_b, bias, bf16, m, n, k, lda, ldb, align_a, align_b, align_d);
   }
   bool operator<(const GemmKey& o) const { return tied() < o.tied(); }
 };
@@ -97,12 +98,13 @@ GemmPlan make_plan(const GemmKey& key) {
           "EPILOGUE");
     }
     const int m = key.m, n = key.n, k = key.k;
-    lt_check(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_32F, key.trans_a ? k : m, key.trans_a ? m : k,
-                                        key.lda),
-             "layout A");
-    lt_check(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_32F, key.trans_b ? n : k, key.trans_b ? k : n,
-                                        key.ldb),
-             "layout B");
+    const cudaDataType_t ab = key.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    lt_check(
+        cublasLtMatrixLayoutCreate(&p.la, ab, key.trans_a ? k : m, key.trans_a ? m : k, key.lda),
+        "layout A");
+    lt_check(
+        cublasLtMatrixLayoutCreate(&p.lb, ab, key.trans_b ? n : k, key.trans_b ? k : n, key.ldb),
+        "layout B");
     lt_check(cublasLtMatrixLayoutCreate(&p.ld, CUDA_R_32F, m, n, m), "layout D");
     lt_check(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
     lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -131,14 +133,15 @@ GemmPlan make_plan(const GemmKey& key) {
   return p;
 }
 
-// D (m x n, column-major, ld m) = op(A) op(B) + beta D [+ bias(m)]; A is m x k after op, B k x n.
-// bias must be 16-byte aligned (the epilogue's requirement); the caller adds it otherwise. The
-// descriptors and algorithm come from a per-shape cache (ops run from one host thread).
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* A, int lda, const float* B,
-          int ldb, float* D, float beta, const float* bias) {
+// D (m x n, column-major, ld m) = op(A) op(B) + beta D [+ bias(m)]; A is m x k after op, B k x n;
+// A and B fp32, or bf16 when `bf16`; D and bias fp32. bias must be 16-byte aligned (the
+// epilogue's requirement); the caller adds it otherwise. The descriptors and algorithm come from
+// a per-shape cache (ops run from one host thread).
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const void* A, int lda, const void* B,
+          int ldb, float* D, float beta, const float* bias, bool bf16 = false) {
   static std::map<GemmKey, GemmPlan> plans;
-  const GemmKey key{trans_a, trans_b,      bias != nullptr, m,           n, k, lda,
-                    ldb,     alignment(A), alignment(B),    alignment(D)};
+  const GemmKey key{trans_a, trans_b, bias != nullptr, bf16,         m,           n, k,
+                    lda,     ldb,     alignment(A),    alignment(B), alignment(D)};
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
   const GemmPlan& p = it->second;
@@ -184,6 +187,18 @@ __global__ void bias_grad_sum_kernel(float* dbias, const float* part, int parts,
   dbias[oc] += s;
 }
 
+// dbias[oc] += sum_n dout[n, oc] by the two kernels above.
+void bias_backward(float* dbias, const float* dout, int N, int OC) {
+  const int parts = (N + kRowsPerPartial - 1) / kRowsPerPartial;
+  const unsigned column_blocks = (OC + kThreads - 1) / kThreads;
+  auto* part = static_cast<float*>(workspace(size_t(parts) * OC * sizeof(float)));
+  bias_grad_partial_kernel<<<dim3(parts, column_blocks), kThreads, 0, stream()>>>(part, dout, N,
+                                                                                  OC);
+  GOSSAMER_CUDA_LAUNCHED("bias_grad_partial_kernel");
+  bias_grad_sum_kernel<<<column_blocks, kThreads, 0, stream()>>>(dbias, part, parts, OC);
+  GOSSAMER_CUDA_LAUNCHED("bias_grad_sum_kernel");
+}
+
 }  // namespace
 
 void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
@@ -213,16 +228,53 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
     // dw^T (C x OC) += inp^T (C x N stored) . dout (OC x N stored, transposed)
     gemm(false, true, C, OC, N, inp, C, dout, OC, dw, 1.0f, nullptr);
   }
-  if (dbias) {
-    const int parts = (N + kRowsPerPartial - 1) / kRowsPerPartial;
-    const unsigned column_blocks = (OC + kThreads - 1) / kThreads;
-    auto* part = static_cast<float*>(workspace(size_t(parts) * OC * sizeof(float)));
-    bias_grad_partial_kernel<<<dim3(parts, column_blocks), kThreads, 0, stream()>>>(part, dout, N,
-                                                                                    OC);
-    GOSSAMER_CUDA_LAUNCHED("bias_grad_partial_kernel");
-    bias_grad_sum_kernel<<<column_blocks, kThreads, 0, stream()>>>(dbias, part, parts, OC);
-    GOSSAMER_CUDA_LAUNCHED("bias_grad_sum_kernel");
+  if (dbias) bias_backward(dbias, dout, N, OC);
+}
+
+namespace {
+// The scratch of the bf16 products: rounded copies of dout (N,OC) and inp (N,C), each at a
+// 256-byte aligned offset.
+size_t aligned_elems(size_t n) {
+  return (n + 127) / 128 * 128;
+}  // 128 bf16 = 256 bytes
+}  // namespace
+
+size_t matmul_bf16_scratch_bytes(int N, int C, int OC) {
+  return sizeof(uint16_t) * (aligned_elems(size_t(N) * OC) + aligned_elems(size_t(N) * C));
+}
+
+void matmul_bf16_forward(float* out, const float* inp, const uint16_t* w, const float* bias, int N,
+                         int C, int OC, void* scratch) {
+  const size_t n = size_t(N) * OC;
+  if (n == 0) return;
+  if (C == 0) {  // an empty product: out = bias (or 0)
+    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, true);
+    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
+    return;
   }
+  auto* inp16 = static_cast<uint16_t*>(scratch) + aligned_elems(n);
+  to_bf16(inp16, inp, size_t(N) * C);
+  const bool epilogue = bias && alignment(bias) >= 16;
+  gemm(true, false, OC, N, C, w, C, inp16, C, out, 0.0f, epilogue ? bias : nullptr, true);
+  if (bias && !epilogue) {
+    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, false);
+    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
+  }
+}
+
+void matmul_bf16_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                          const uint16_t* w, int N, int C, int OC, void* scratch) {
+  const size_t n = size_t(N) * OC;
+  if (n == 0) return;
+  if (C > 0) {
+    auto* dout16 = static_cast<uint16_t*>(scratch);
+    auto* inp16 = dout16 + aligned_elems(n);
+    to_bf16(dout16, dout, n);
+    to_bf16(inp16, inp, size_t(N) * C);
+    if (dinp) gemm(false, false, C, N, OC, w, C, dout16, OC, dinp, 1.0f, nullptr, true);
+    gemm(false, true, C, OC, N, inp16, C, dout16, OC, dw, 1.0f, nullptr, true);
+  }
+  if (dbias) bias_backward(dbias, dout, N, OC);
 }
 
 }  // namespace gossamer::kernels::cuda

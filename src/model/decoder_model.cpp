@@ -13,8 +13,9 @@
 namespace gossamer::model {
 
 DecoderModel::DecoderModel(const ModelConfig& config, ModelFamily family, int max_batch,
-                           int max_seq, const kernels::OpTable& ops)
-    : cfg_(config), ops_(ops), family_(family_info(family)) {
+                           int max_seq, const kernels::OpTable& ops,
+                           kernels::MatmulDtype matmul_dtype)
+    : cfg_(config), ops_(ops), matmul_dtype_(matmul_dtype), family_(family_info(family)) {
   cfg_.validate();
   GOSSAMER_CHECK(cfg_.family == family, "model: a %s model built from a config of family \"%s\"",
                  family_name(family), family_name(cfg_.family));
@@ -61,6 +62,40 @@ void DecoderModel::embeddings_ready(const GradReadyHook& hook) const {
 void DecoderModel::allocate_parameters() {
   params_ = Buffer<float>(layout_.total(), *ops_.memory);
   grads_ = Buffer<float>(layout_.total(), *ops_.memory);
+  if (matmul_dtype_ != kernels::MatmulDtype::MATMUL_DTYPE_BF16) return;
+  params_bf16_ = Buffer<uint16_t>(layout_.total(), *ops_.memory);
+}
+
+void DecoderModel::reserve_linear(std::initializer_list<std::pair<int, int>> c_oc) {
+  if (matmul_dtype_ != kernels::MatmulDtype::MATMUL_DTYPE_BF16) return;
+  size_t bytes = 0;
+  for (auto [C, OC] : c_oc)
+    bytes = std::max(bytes, ops_.matmul_bf16_scratch_bytes(max_B_ * max_T_, C, OC));
+  linear_scratch_ = Buffer<unsigned char>(bytes, *ops_.memory);
+}
+
+void DecoderModel::linear_forward(float* out, const float* inp, size_t w_offset, const float* bias,
+                                  int N, int C, int OC) {
+  if (matmul_dtype_ == kernels::MatmulDtype::MATMUL_DTYPE_FP32) {
+    ops_.matmul_forward(out, inp, params_.data() + w_offset, bias, N, C, OC);
+    return;
+  }
+  GOSSAMER_CHECK(ops_.matmul_bf16_scratch_bytes(N, C, OC) <= linear_scratch_.size(),
+                 "model: a (%d x %d) product of %d rows outgrows the bf16 scratch", OC, C, N);
+  ops_.matmul_bf16_forward(out, inp, params_bf16_.data() + w_offset, bias, N, C, OC,
+                           linear_scratch_.data());
+}
+
+void DecoderModel::linear_backward(float* dinp, float* dw, float* dbias, const float* dout,
+                                   const float* inp, size_t w_offset, int N, int C, int OC) {
+  if (matmul_dtype_ == kernels::MatmulDtype::MATMUL_DTYPE_FP32) {
+    ops_.matmul_backward(dinp, dw, dbias, dout, inp, params_.data() + w_offset, N, C, OC);
+    return;
+  }
+  GOSSAMER_CHECK(ops_.matmul_bf16_scratch_bytes(N, C, OC) <= linear_scratch_.size(),
+                 "model: a (%d x %d) product of %d rows outgrows the bf16 scratch", OC, C, N);
+  ops_.matmul_bf16_backward(dinp, dw, dbias, dout, inp, params_bf16_.data() + w_offset, N, C, OC,
+                            linear_scratch_.data());
 }
 
 void DecoderModel::init_weights(uint64_t seed) {
@@ -202,6 +237,8 @@ void DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, 
 float DecoderModel::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
   logits_readable_ = false;
   begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
+  if (matmul_dtype_ == kernels::MatmulDtype::MATMUL_DTYPE_BF16)  // the weights as they are now
+    ops_.to_bf16(params_bf16_.data(), params_.data(), params_.size());
   forward_logits(B, T);
   logits_readable_ = targets == nullptr;
   return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities

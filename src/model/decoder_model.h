@@ -13,13 +13,18 @@
 // forward() and backward() are final: they wrap the family's forward_logits() and
 // backward_from_logits() in the checks, the loss and the cross-entropy head. Families take
 // every matrix gradient from weight_grad() and call routed_done() after its product, so that
-// routed gradients (route_block_weight_gradients()) go through the scratch.
+// routed gradients (route_block_weight_gradients()) go through the scratch. Families run every
+// product with a weight matrix through linear_forward() / linear_backward(), so that the
+// model's matmul dtype applies to all of them; with bf16 the mirror of the weights is
+// refreshed from params() at every forward (the optimizer updates params() in between).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.h"
@@ -72,15 +77,27 @@ class DecoderModel : public Model {
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
   // the buffers whose size does not depend on the family: tokens, targets, logits, losses.
   DecoderModel(const ModelConfig& config, ModelFamily family, int max_batch, int max_seq,
-               const kernels::OpTable& ops);
+               const kernels::OpTable& ops, kernels::MatmulDtype matmul_dtype);
 
   // Lays out the L_ blocks after the head already in layout_, in backward order L-1 .. 0:
   // add_block(l, "blocks.<l>.") adds block l's parameters, and the range each block spans is
   // recorded for block_ready(). What layout_ holds before is the head (head_ready()), what is
   // added after is the embeddings (embeddings_ready()).
   void layout_blocks(const std::function<void(int l, const std::string& prefix)>& add_block);
-  // Allocates params_ and grads_ (zero) for the finished layout_.
+  // Allocates params_ and grads_ (zero) for the finished layout_, and with bf16 products the
+  // bf16 mirror of params_.
   void allocate_parameters();
+  // With bf16 products: sizes their scratch for products of these (C, OC) shapes at
+  // max_batch x max_seq rows (the family's every product: fused ones span several views).
+  void reserve_linear(std::initializer_list<std::pair<int, int>> c_oc);
+
+  // out(N,OC) = inp(N,C) w^T + bias with w the (OC,C) matrix at params_ + w_offset, and its
+  // backward (dinp += dout w, dw += dout^T inp, dbias += sum dout; dinp and dbias may be null):
+  // the op table's matmul ops (fp32), or its matmul_bf16 ops on the mirror (bf16).
+  void linear_forward(float* out, const float* inp, size_t w_offset, const float* bias, int N,
+                      int C, int OC);
+  void linear_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                       size_t w_offset, int N, int C, int OC);
 
   // Report to hook, when set, that a range of gradients is final: the head (final norm and
   // LM head), block l, the embeddings (the rest of the buffer).
@@ -103,6 +120,9 @@ class DecoderModel : public Model {
   int C_, L_, V_, Vp_;  // d_model, n_layer, vocab_size, padded_vocab_resolved()
   ParamLayout layout_;
   Buffer<float> params_, grads_;  // in the op table's memory, as every buffer below
+  kernels::MatmulDtype matmul_dtype_;
+  Buffer<uint16_t> params_bf16_;          // bf16 products: params_ rounded, at the same offsets
+  Buffer<unsigned char> linear_scratch_;  // bf16 products: the ops' scratch
 
   // The batch of the last forward (buffers sized for max_B_ x max_T_).
   int B_ = 0, T_ = 0;

@@ -14,8 +14,8 @@ namespace {
 
 template <class M>
 std::unique_ptr<Model> make(const ModelConfig& config, int max_batch, int max_seq,
-                            const kernels::OpTable& ops) {
-  return std::make_unique<M>(config, max_batch, max_seq, ops);
+                            const kernels::OpTable& ops, kernels::MatmulDtype matmul_dtype) {
+  return std::make_unique<M>(config, max_batch, max_seq, ops, matmul_dtype);
 }
 
 // The init streams spell "gpt2" and "llam" in ASCII. GPT-2's wte is also its LM head, so its

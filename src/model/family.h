@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/enum_names.h"
+#include "kernels/matmul_dtype.h"
 
 namespace gossamer::kernels {
 template <class Real>
@@ -63,7 +64,7 @@ struct ModelFamilyInfo {
   void (*validate)(const ModelConfig& config, const std::string& path);
   // Builds the family's model for a validated config.
   std::unique_ptr<Model> (*make)(const ModelConfig& config, int max_batch, int max_seq,
-                                 const kernels::OpTable& ops);
+                                 const kernels::OpTable& ops, kernels::MatmulDtype matmul_dtype);
   // The Rng stream DecoderModel::init_weights() draws from.
   uint64_t init_stream;
   // Name suffixes of the residual projections (the attention's and the MLP's output

@@ -27,11 +27,13 @@ void Gpt2::validate_config(const ModelConfig& c, const std::string& p) {
                  p.c_str(), c.norm_eps);
 }
 
-Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops)
-    : DecoderModel(config, ModelFamily::MODEL_FAMILY_GPT2, max_batch, max_seq, ops) {
+Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops,
+           kernels::MatmulDtype matmul_dtype)
+    : DecoderModel(config, ModelFamily::MODEL_FAMILY_GPT2, max_batch, max_seq, ops, matmul_dtype) {
   NH_ = cfg_.n_head;
   build_layout();
   allocate_parameters();
+  reserve_linear({{C_, 3 * C_}, {C_, C_}, {C_, 4 * C_}, {4 * C_, C_}, {C_, Vp_}});
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_;
   encoded_ = Buffer<float>(BT * C, *ops_.memory);
@@ -105,21 +107,21 @@ void Gpt2::forward_logits(int B, int T) {
 
     ops_.layernorm_forward(ln1, ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, residual,
                            p + o.ln1w, p + o.ln1b, N, C_);
-    ops_.matmul_forward(qkv, ln1, p + o.qkvw, p + o.qkvb, N, C_, 3 * C_);
+    linear_forward(qkv, ln1, o.qkvw, p + o.qkvb, N, C_, 3 * C_);
     ops_.attention_forward(atty, att_saved, qkv, B, T, C_, NH_, NH_);
-    ops_.matmul_forward(residual2, atty, p + o.attprojw, p + o.attprojb, N, C_, C_);
+    linear_forward(residual2, atty, o.attprojw, p + o.attprojb, N, C_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
                            p + o.ln2w, p + o.ln2b, N, C_);
-    ops_.matmul_forward(fch, ln2, p + o.fcw, p + o.fcb, N, C_, 4 * C_);
+    linear_forward(fch, ln2, o.fcw, p + o.fcb, N, C_, 4 * C_);
     ops_.gelu_forward(fch_gelu, fch, 4 * BTC);
-    ops_.matmul_forward(residual3, fch_gelu, p + o.fcprojw, p + o.fcprojb, N, 4 * C_, C_);
+    linear_forward(residual3, fch_gelu, o.fcprojw, p + o.fcprojb, N, 4 * C_, C_);
     ops_.accumulate(residual3, residual2, BTC);
   }
   const float* last = residual3_.data() + (L_ - 1) * BTC;
   ops_.layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), last, p + lnfw_,
                          p + lnfb_, N, C_);
-  ops_.matmul_forward(logits_.data(), lnf_.data(), p + wte_, nullptr, N, C_, Vp_);
+  linear_forward(logits_.data(), lnf_.data(), wte_, nullptr, N, C_, Vp_);
 }
 
 void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
@@ -132,7 +134,7 @@ void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   // LM head (tied to wte) and final LayerNorm.
   float* dlnf = dbt_c_.data();
   zero(dlnf, BTC);
-  ops_.matmul_backward(dlnf, g + wte_, nullptr, dlogits, lnf_.data(), p + wte_, N, C_, Vp_);
+  linear_backward(dlnf, g + wte_, nullptr, dlogits, lnf_.data(), wte_, N, C_, Vp_);
   float* dres = dresidual_.data();
   zero(dres, BTC);
   ops_.layernorm_backward(dres, g + lnfw_, g + lnfb_, dlnf, residual3_.data() + (L_ - 1) * BTC,
@@ -153,15 +155,15 @@ void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
 
     // residual3 = residual2 + mlp(ln2(residual2)); dres is d(residual3) and becomes d(residual2).
     zero(dfch_gelu_.data(), 4 * BTC);
-    ops_.matmul_backward(dfch_gelu_.data(), weight_grad(o.fcprojw, 4 * C * C), g + o.fcprojb, dres,
-                         fch_gelu, p + o.fcprojw, N, 4 * C_, C_);
+    linear_backward(dfch_gelu_.data(), weight_grad(o.fcprojw, 4 * C * C), g + o.fcprojb, dres,
+                    fch_gelu, o.fcprojw, N, 4 * C_, C_);
     routed_done();
     zero(dfch_.data(), 4 * BTC);
     ops_.gelu_backward(dfch_.data(), fch, dfch_gelu_.data(), 4 * BTC);
     float* dln2 = dbt_c_.data();
     zero(dln2, BTC);
-    ops_.matmul_backward(dln2, weight_grad(o.fcw, 4 * C * C), g + o.fcb, dfch_.data(), ln2,
-                         p + o.fcw, N, C_, 4 * C_);
+    linear_backward(dln2, weight_grad(o.fcw, 4 * C * C), g + o.fcb, dfch_.data(), ln2, o.fcw, N, C_,
+                    4 * C_);
     routed_done();
     ops_.layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dln2, residual2, p + o.ln2w,
                             ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, N, C_);
@@ -169,16 +171,16 @@ void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     // residual2 = residual + attn(ln1(residual)); dres becomes d(residual).
     float* datty = dbt_c_.data();
     zero(datty, BTC);
-    ops_.matmul_backward(datty, weight_grad(o.attprojw, C * C), g + o.attprojb, dres, atty,
-                         p + o.attprojw, N, C_, C_);
+    linear_backward(datty, weight_grad(o.attprojw, C * C), g + o.attprojb, dres, atty, o.attprojw,
+                    N, C_, C_);
     routed_done();
     zero(dqkv_.data(), 3 * BTC);
     ops_.attention_backward(dqkv_.data(), att_scratch_.data(), datty, qkv, atty, att_saved, B, T,
                             C_, NH_, NH_);
     float* dln1 = dbt_c_.data();
     zero(dln1, BTC);
-    ops_.matmul_backward(dln1, weight_grad(o.qkvw, 3 * C * C), g + o.qkvb, dqkv_.data(), ln1,
-                         p + o.qkvw, N, C_, 3 * C_);
+    linear_backward(dln1, weight_grad(o.qkvw, 3 * C * C), g + o.qkvb, dqkv_.data(), ln1, o.qkvw, N,
+                    C_, 3 * C_);
     routed_done();
     ops_.layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dln1, residual, p + o.ln1w,
                             ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, N, C_);

@@ -22,7 +22,8 @@ namespace gossamer::model {
 
 class Gpt2 final : public DecoderModel {
  public:
-  Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops);
+  Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops,
+       kernels::MatmulDtype matmul_dtype = kernels::MatmulDtype::MATMUL_DTYPE_FP32);
 
   // The family's row of the family table (family.h): MLP width 4C; no grouped-query
   // attention, d_ff, RoPE or RMSNorm settings (they must keep their defaults).

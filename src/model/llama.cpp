@@ -22,13 +22,15 @@ void Llama::validate_config(const ModelConfig& c, const std::string& p) {
                  p.c_str(), c.d_model, c.n_head, hs);
 }
 
-Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops)
-    : DecoderModel(config, ModelFamily::MODEL_FAMILY_LLAMA, max_batch, max_seq, ops) {
+Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops,
+             kernels::MatmulDtype matmul_dtype)
+    : DecoderModel(config, ModelFamily::MODEL_FAMILY_LLAMA, max_batch, max_seq, ops, matmul_dtype) {
   NH_ = cfg_.n_head, NKV_ = cfg_.n_kv_head_resolved();
   hs_ = C_ / NH_, F_ = cfg_.d_ff_resolved();
   QKV_ = (NH_ + 2 * NKV_) * hs_;
   build_layout();
   allocate_parameters();
+  reserve_linear({{C_, QKV_}, {NH_ * hs_, C_}, {C_, 2 * F_}, {F_, C_}, {C_, Vp_}});
 
   const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_, F = F_, QKV = QKV_;
   encoded_ = Buffer<float>(BT * C, *ops_.memory);
@@ -98,21 +100,21 @@ void Llama::forward_logits(int B, int T) {
 
     ops_.rmsnorm_forward(attn_norm, attn_rstd_.data() + l * BT, residual, p + o.attn_norm, N, C_,
                          eps);
-    ops_.matmul_forward(qkv, attn_norm, p + o.qkv, nullptr, N, C_, QKV_);
+    linear_forward(qkv, attn_norm, o.qkv, nullptr, N, C_, QKV_);
     ops_.rope_forward(qkv, B, T, NH_ + NKV_, hs_, QKV_, theta);  // q and k heads are adjacent
     ops_.attention_forward(atty, att_saved, qkv, B, T, NH_ * hs_, NH_, NKV_);
-    ops_.matmul_forward(residual2, atty, p + o.o, nullptr, N, NH_ * hs_, C_);
+    linear_forward(residual2, atty, o.o, nullptr, N, NH_ * hs_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.rmsnorm_forward(mlp_norm, mlp_rstd_.data() + l * BT, residual2, p + o.mlp_norm, N, C_,
                          eps);
-    ops_.matmul_forward(gate_up, mlp_norm, p + o.gate_up, nullptr, N, C_, 2 * F_);
+    linear_forward(gate_up, mlp_norm, o.gate_up, nullptr, N, C_, 2 * F_);
     ops_.swiglu_forward(swiglu, gate_up, N, F_);
-    ops_.matmul_forward(residual3, swiglu, p + o.down, nullptr, N, F_, C_);
+    linear_forward(residual3, swiglu, o.down, nullptr, N, F_, C_);
     ops_.accumulate(residual3, residual2, BTC);
   }
   const float* last = residual3_.data() + (L_ - 1) * BTC;
   ops_.rmsnorm_forward(norm_f_out_.data(), norm_f_rstd_.data(), last, p + norm_f_, N, C_, eps);
-  ops_.matmul_forward(logits_.data(), norm_f_out_.data(), p + lm_head_, nullptr, N, C_, Vp_);
+  linear_forward(logits_.data(), norm_f_out_.data(), lm_head_, nullptr, N, C_, Vp_);
 }
 
 void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
@@ -127,8 +129,8 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   // LM head and final RMSNorm.
   float* dnorm_f = dbt_c_.data();
   zero(dnorm_f, BTC);
-  ops_.matmul_backward(dnorm_f, g + lm_head_, nullptr, dlogits, norm_f_out_.data(), p + lm_head_, N,
-                       C_, Vp_);
+  linear_backward(dnorm_f, g + lm_head_, nullptr, dlogits, norm_f_out_.data(), lm_head_, N, C_,
+                  Vp_);
   float* dres = dresidual_.data();
   zero(dres, BTC);
   ops_.rmsnorm_backward(dres, g + norm_f_, dnorm_f, residual3_.data() + (L_ - 1) * BTC, p + norm_f_,
@@ -150,15 +152,15 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     // residual3 = residual2 + down(swiglu(gate_up(mlp_norm(residual2)))); dres is d(residual3)
     // and becomes d(residual2).
     zero(dswiglu_.data(), BTF);
-    ops_.matmul_backward(dswiglu_.data(), weight_grad(o.down, C * F_), nullptr, dres, swiglu,
-                         p + o.down, N, F_, C_);
+    linear_backward(dswiglu_.data(), weight_grad(o.down, C * F_), nullptr, dres, swiglu, o.down, N,
+                    F_, C_);
     routed_done();
     zero(dgate_up_.data(), 2 * BTF);
     ops_.swiglu_backward(dgate_up_.data(), dswiglu_.data(), gate_up, N, F_);
     float* dmlp_norm = dbt_c_.data();
     zero(dmlp_norm, BTC);
-    ops_.matmul_backward(dmlp_norm, weight_grad(o.gate_up, 2 * F_ * C), nullptr, dgate_up_.data(),
-                         mlp_norm, p + o.gate_up, N, C_, 2 * F_);
+    linear_backward(dmlp_norm, weight_grad(o.gate_up, 2 * F_ * C), nullptr, dgate_up_.data(),
+                    mlp_norm, o.gate_up, N, C_, 2 * F_);
     routed_done();
     ops_.rmsnorm_backward(dres, g + o.mlp_norm, dmlp_norm, residual2, p + o.mlp_norm,
                           mlp_rstd_.data() + l * BT, N, C_);
@@ -167,7 +169,7 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     // d(residual).
     float* datty = dbt_c_.data();
     zero(datty, BTC);
-    ops_.matmul_backward(datty, weight_grad(o.o, C * Q), nullptr, dres, atty, p + o.o, N, Q, C_);
+    linear_backward(datty, weight_grad(o.o, C * Q), nullptr, dres, atty, o.o, N, Q, C_);
     routed_done();
     zero(dqkv_.data(), BTQKV);
     ops_.attention_backward(dqkv_.data(), att_scratch_.data(), datty, qkv, atty, att_saved, B, T, Q,
@@ -175,8 +177,8 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
     ops_.rope_backward(dqkv_.data(), B, T, NH_ + NKV_, hs_, QKV_, cfg_.rope_theta);
     float* dattn_norm = dbt_c_.data();
     zero(dattn_norm, BTC);
-    ops_.matmul_backward(dattn_norm, weight_grad(o.qkv, QKV_ * C), nullptr, dqkv_.data(), attn_norm,
-                         p + o.qkv, N, C_, QKV_);
+    linear_backward(dattn_norm, weight_grad(o.qkv, QKV_ * C), nullptr, dqkv_.data(), attn_norm,
+                    o.qkv, N, C_, QKV_);
     routed_done();
     ops_.rmsnorm_backward(dres, g + o.attn_norm, dattn_norm, residual, p + o.attn_norm,
                           attn_rstd_.data() + l * BT, N, C_);

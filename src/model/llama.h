@@ -24,7 +24,8 @@ namespace gossamer::model {
 
 class Llama final : public DecoderModel {
  public:
-  Llama(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops);
+  Llama(const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops,
+        kernels::MatmulDtype matmul_dtype = kernels::MatmulDtype::MATMUL_DTYPE_FP32);
 
   // The family's row of the family table (family.h): MLP width 8/3 C rounded up to a
   // multiple of 256; RoPE needs an even head size.

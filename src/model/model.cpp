@@ -20,9 +20,9 @@ void Model::copy_logits_to(size_t offset, std::span<float> out) const {
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, int max_batch, int max_seq,
-                                  const kernels::OpTable& ops) {
+                                  const kernels::OpTable& ops, kernels::MatmulDtype matmul_dtype) {
   config.validate();
-  return family_info(config.family).make(config, max_batch, max_seq, ops);
+  return family_info(config.family).make(config, max_batch, max_seq, ops, matmul_dtype);
 }
 
 }  // namespace gossamer::model

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "core/memory_ops.h"
+#include "kernels/matmul_dtype.h"
 #include "kernels/ops.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
@@ -75,8 +76,10 @@ class Model {
 // Training FLOPs per token, the standard estimate 6N + 6LCT (N = num_flop_params()).
 double flops_per_token(const Model& model, int seq_len);
 
-// Builds the model of config.family; throws naming model.family when unknown.
-std::unique_ptr<Model> make_model(const ModelConfig& config, int max_batch, int max_seq,
-                                  const kernels::OpTable& ops);
+// Builds the model of config.family; throws naming model.family when unknown. matmul_dtype: the
+// operands of its matrix products (kernels.matmul_dtype; bf16: DecoderModel's linear_forward).
+std::unique_ptr<Model> make_model(
+    const ModelConfig& config, int max_batch, int max_seq, const kernels::OpTable& ops,
+    kernels::MatmulDtype matmul_dtype = kernels::MatmulDtype::MATMUL_DTYPE_FP32);
 
 }  // namespace gossamer::model

@@ -253,7 +253,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
 // (with the optimizer's state); then the optimizer takes the final buffers.
 void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from,
                                     const std::vector<std::string>& allow_change) {
-  model_ = model::make_model(config_.model, B_, T_, ops_);
+  model_ = model::make_model(config_.model, B_, T_, ops_, config_.kernels.matmul_dtype);
   model_->init_weights(tc_.seed);
   if (!init_from.empty()) hf::init_weights_from(init_from, *model_);  // shapes checked
   optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,
@@ -321,9 +321,12 @@ void TrainingRun::log_setup() const {
   const auto& mc = config_.model;
   log_info(
       "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
-      "(padded %d)",
+      "(padded %d); matrix products in %s",
       model::family_name(mc.family), m.layout().total(), m.layout().total() / 1e6, mc.n_layer,
-      mc.d_model, mc.n_head, mc.vocab_size, mc.padded_vocab_resolved());
+      mc.d_model, mc.n_head, mc.vocab_size, mc.padded_vocab_resolved(),
+      config_.kernels.matmul_dtype == kernels::MatmulDtype::MATMUL_DTYPE_BF16
+          ? "bf16 (fp32 accumulation, fp32 master weights)"
+          : "fp32");
   log_info(
       "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
       "tokens per step",

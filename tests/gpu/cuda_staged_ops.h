@@ -314,6 +314,24 @@ inline void matmul_backward(float* dinp, float* dw, float* dbias, const float* d
                      OC);
   s.finish();
 }
+inline void matmul_bf16_forward(float* out, const float* inp, const uint16_t* w, const float* bias,
+                                int N, int C, int OC, void* scratch) {
+  Stager s("matmul_bf16_forward");
+  k::matmul_bf16_forward(
+      s(out, size_t(N) * OC), s(inp, size_t(N) * C), s(w, size_t(OC) * C), s(bias, OC), N, C, OC,
+      s(static_cast<unsigned char*>(scratch), k::matmul_bf16_scratch_bytes(N, C, OC)));
+  s.finish();
+}
+inline void matmul_bf16_backward(float* dinp, float* dw, float* dbias, const float* dout,
+                                 const float* inp, const uint16_t* w, int N, int C, int OC,
+                                 void* scratch) {
+  Stager s("matmul_bf16_backward");
+  k::matmul_bf16_backward(
+      s(dinp, size_t(N) * C), s(dw, size_t(OC) * C), s(dbias, OC), s(dout, size_t(N) * OC),
+      s(inp, size_t(N) * C), s(w, size_t(OC) * C), N, C, OC,
+      s(static_cast<unsigned char*>(scratch), k::matmul_bf16_scratch_bytes(N, C, OC)));
+  s.finish();
+}
 inline void add(float* out, const float* a, const float* b, size_t n) {
   Stager s("add");
   k::add(s(out, n), s(a, n), s(b, n), n);
@@ -481,6 +499,9 @@ inline kernels::OpTable cuda_staged_ops() {
   t.swiglu_backward = staged::swiglu_backward;
   t.matmul_forward = staged::matmul_forward;
   t.matmul_backward = staged::matmul_backward;
+  t.matmul_bf16_forward = staged::matmul_bf16_forward;
+  t.matmul_bf16_backward = staged::matmul_bf16_backward;
+  t.matmul_bf16_scratch_bytes = kernels::cuda::matmul_bf16_scratch_bytes;
   t.attention_forward = staged::attention_forward;
   t.attention_backward = staged::attention_backward;
   t.attention_saved_size = kernels::cuda::attention_saved_size;

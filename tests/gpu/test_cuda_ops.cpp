@@ -255,6 +255,64 @@ TEST(CudaCopyRuns, MatchTheCpuBitForBit) {
   }
 }
 
+// Products with bf16 operands: the same rounded operands on both sides (the conversion is the
+// CPU's bits, below), so only the fp32 summation order differs: every output within 2e-5 of the
+// largest CPU value of its tensor; shapes with no dimension a multiple of 8, one row, the GPT-2
+// vocabulary as OC, and every buffer only 4-byte aligned once.
+TEST(CudaMatmulBf16, MatchesTheCpuOp) {
+  SKIP_WITHOUT_GPU();
+  const auto cuda = cuda_staged_ops();
+  const auto& cpu = gossamer::kernels::cpu_ops();
+  struct Shape {
+    int N, C, OC;
+    size_t offset;
+  };
+  for (const Shape s : {Shape{65, 1025, 257, 0}, Shape{1, 33, 70, 0}, Shape{37, 64, 50257, 0},
+                        Shape{600, 96, 40, 0}, Shape{65, 1025, 257, 4}}) {
+    gossamer::cuda_test::StageOffset offset(s.offset);
+    Rng rng(uint64_t(s.N) * 7 + s.offset);
+    const size_t nc = size_t(s.N) * s.C, oc_c = size_t(s.OC) * s.C, n_oc = size_t(s.N) * s.OC;
+    auto normal = [&](size_t n) {
+      std::vector<float> v(n);
+      for (auto& x : v) x = float(rng.normal());
+      return v;
+    };
+    const std::vector<float> inp = normal(nc), bias = normal(s.OC), dout = normal(n_oc),
+                             w32 = normal(oc_c), pre_dinp = normal(nc), pre_dw = normal(oc_c),
+                             pre_db = normal(s.OC);
+    std::vector<uint16_t> w(oc_c);
+    cpu.to_bf16(w.data(), w32.data(), oc_c);
+    const std::string what = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" +
+                             std::to_string(s.OC) + (s.offset ? ", 4-byte aligned" : "");
+    std::vector<unsigned char> scratch_a(cuda.matmul_bf16_scratch_bytes(s.N, s.C, s.OC));
+    std::vector<unsigned char> scratch_b(cpu.matmul_bf16_scratch_bytes(s.N, s.C, s.OC));
+    std::vector<float> out_a(n_oc, NAN), out_b(n_oc, NAN);
+    cuda.matmul_bf16_forward(out_a.data(), inp.data(), w.data(), bias.data(), s.N, s.C, s.OC,
+                             scratch_a.data());
+    cpu.matmul_bf16_forward(out_b.data(), inp.data(), w.data(), bias.data(), s.N, s.C, s.OC,
+                            scratch_b.data());
+    std::vector<float> dinp_a = pre_dinp, dinp_b = pre_dinp, dw_a = pre_dw, dw_b = pre_dw,
+                       db_a = pre_db, db_b = pre_db;
+    cuda.matmul_bf16_backward(dinp_a.data(), dw_a.data(), db_a.data(), dout.data(), inp.data(),
+                              w.data(), s.N, s.C, s.OC, scratch_a.data());
+    cpu.matmul_bf16_backward(dinp_b.data(), dw_b.data(), db_b.data(), dout.data(), inp.data(),
+                             w.data(), s.N, s.C, s.OC, scratch_b.data());
+    const std::pair<const char*, std::pair<const std::vector<float>*, const std::vector<float>*>>
+        outputs[] = {{"out", {&out_a, &out_b}},
+                     {"dinp", {&dinp_a, &dinp_b}},
+                     {"dw", {&dw_a, &dw_b}},
+                     {"dbias", {&db_a, &db_b}}};
+    for (const auto& [name, ab] : outputs) {
+      double largest = 0, worst = 0;
+      for (size_t i = 0; i < ab.second->size(); ++i) {
+        largest = std::max(largest, std::fabs(double((*ab.second)[i])));
+        worst = std::max(worst, std::fabs(double((*ab.first)[i]) - (*ab.second)[i]));
+      }
+      EXPECT_LE(worst, 2e-5 * largest) << name << ", " << what;  // NaN fails too
+    }
+  }
+}
+
 // bf16 conversions: bit for bit the CPU op's, on every bf16 pattern (widening) and on random
 // bit patterns, exact ties and special values (narrowing), at sizes around the grid.
 TEST(CudaElementwise, Bf16ConversionsMatchCpuBitForBit) {

@@ -223,6 +223,9 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(layernorm_backward);
     GOSSAMER_GUARD(matmul_forward);
     GOSSAMER_GUARD(matmul_backward);
+    GOSSAMER_GUARD(matmul_bf16_forward);
+    GOSSAMER_GUARD(matmul_bf16_backward);
+    GOSSAMER_GUARD(matmul_bf16_scratch_bytes);
     GOSSAMER_GUARD(attention_forward);
     GOSSAMER_GUARD(attention_backward);
     GOSSAMER_GUARD(attention_saved_size);

@@ -68,6 +68,10 @@ inline uint16_t sentinel<uint16_t>() {  // bf16 buffers: a NaN pattern to_bf16 n
   return uint16_t{0x7FA5};
 }
 template <>
+inline unsigned char sentinel<unsigned char>() {  // byte buffers (scratch): never written there
+  return 0xA5;
+}
+template <>
 inline uint32_t sentinel<uint32_t>() {  // index buffers: above any index of the tests
   return uint32_t{0xA5A5A5A5};
 }
