@@ -21,6 +21,7 @@
 #include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -84,6 +85,7 @@ struct DnnlKey {
   bool trans_a, trans_b;
   int M, N, K, lda, ldb, ldc;
   uint32_t alpha_bits, beta_bits;  // alpha: output scale (if != 1); beta: sum post-op (if != 0)
+  bool bf16 = false;               // A and B bf16 (C fp32 always)
   bool operator==(const DnnlKey&) const = default;
   float alpha() const { return std::bit_cast<float>(alpha_bits); }
   float beta() const { return std::bit_cast<float>(beta_bits); }
@@ -97,6 +99,7 @@ struct DnnlKeyHash {
     for (int v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint32_t>(v));
     mix(k.alpha_bits);
     mix(k.beta_bits);
+    mix(uint64_t{k.bf16});
     return static_cast<size_t>(h);
   }
 };
@@ -105,6 +108,7 @@ struct DnnlGemm {
   dnnl::matmul prim;
   dnnl::memory::desc a_md, b_md, c_md, scratch_md;
   size_t scratch_bytes = 0;
+  std::string impl;  // oneDNN's name of the implementation it chose ("brg:avx512_core_bf16")
 };
 
 class DnnlContext {
@@ -139,8 +143,9 @@ class DnnlContext {
     const dims a_strides = k.trans_a ? dims{1, k.lda} : dims{k.lda, 1};
     const dims b_strides = k.trans_b ? dims{1, k.ldb} : dims{k.ldb, 1};
     auto e = std::make_unique<DnnlGemm>();
-    e->a_md = dnnl::memory::desc({k.M, k.K}, dt::f32, a_strides);
-    e->b_md = dnnl::memory::desc({k.K, k.N}, dt::f32, b_strides);
+    const dt ab = k.bf16 ? dt::bf16 : dt::f32;
+    e->a_md = dnnl::memory::desc({k.M, k.K}, ab, a_strides);
+    e->b_md = dnnl::memory::desc({k.K, k.N}, ab, b_strides);
     e->c_md = dnnl::memory::desc({k.M, k.N}, dt::f32, dims{k.ldc, 1});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -154,13 +159,14 @@ class DnnlContext {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a_md, e->b_md, e->c_md), attr, engine_);
       e->scratch_md = pd.scratchpad_desc();
       e->scratch_bytes = e->scratch_md.get_size();
+      e->impl = pd.impl_info_str();
       e->prim = dnnl::matmul(pd);
     } catch (const dnnl::error& err) {
       fail(
-          "gemm: oneDNN cannot create a matmul for trans_a=%d trans_b=%d M=%d N=%d K=%d lda=%d "
-          "ldb=%d ldc=%d alpha=%g beta=%g: %s",
-          k.trans_a, k.trans_b, k.M, k.N, k.K, k.lda, k.ldb, k.ldc, k.alpha(), k.beta(),
-          err.what());
+          "gemm: oneDNN cannot create a %s matmul for trans_a=%d trans_b=%d M=%d N=%d K=%d "
+          "lda=%d ldb=%d ldc=%d alpha=%g beta=%g: %s",
+          k.bf16 ? "bf16" : "fp32", k.trans_a, k.trans_b, k.M, k.N, k.K, k.lda, k.ldb, k.ldc,
+          k.alpha(), k.beta(), err.what());
     }
     return e;
   }
@@ -191,16 +197,15 @@ DnnlThreadState& dnnl_thread_state() {
   return state;
 }
 
-void onednn_matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                   int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+// A and B: float, or bf16 bits (uint16_t) with key.bf16.
+void onednn_execute(const DnnlKey& key, const void* A, const void* B, float* C) {
   DnnlContext& ctx = DnnlContext::instance();
-  const DnnlGemm& g = ctx.get({trans_a, trans_b, M, N, K, lda, ldb, ldc,
-                               std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
+  const DnnlGemm& g = ctx.get(key);
   DnnlThreadState& ts = dnnl_thread_state();
   const dnnl::engine& eng = ctx.engine();
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(g.a_md, eng, const_cast<float*>(A))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(g.b_md, eng, const_cast<float*>(B))},
+      {DNNL_ARG_SRC, dnnl::memory(g.a_md, eng, const_cast<void*>(A))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(g.b_md, eng, const_cast<void*>(B))},
       {DNNL_ARG_DST, dnnl::memory(g.c_md, eng, C)},
   };
   if (g.scratch_bytes > 0) {
@@ -209,6 +214,13 @@ void onednn_matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
   }
   g.prim.execute(ts.stream, args);
   ts.stream.wait();
+}
+
+void onednn_matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                   int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  onednn_execute({trans_a, trans_b, M, N, K, lda, ldb, ldc, std::bit_cast<uint32_t>(alpha),
+                  std::bit_cast<uint32_t>(beta)},
+                 A, B, C);
 }
 
 void onednn_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
@@ -317,6 +329,37 @@ void gemm_with_impl(GemmImpl impl, bool trans_a, bool trans_b, int M, int N, int
       onednn_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
   }
+}
+
+const std::string& gemm_bf16_implementation() {
+  // A probe product (the forward layout of a small linear layer): oneDNN's choice for it says
+  // whether this CPU has bf16 instructions; "ref" is oneDNN's slow reference code.
+  static const std::string impl =
+      DnnlContext::instance()
+          .get({false, true, 64, 64, 64, 64, 64, 64, std::bit_cast<uint32_t>(1.0f),
+                std::bit_cast<uint32_t>(0.0f), true})
+          .impl;
+  return impl;
+}
+
+bool gemm_bf16_native() {
+  static const bool native = gemm_bf16_implementation().find("ref") == std::string::npos;
+  return native;
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, const uint16_t* A, int lda,
+               const uint16_t* B, int ldb, float beta, float* C, int ldc) {
+  check_args("bf16", trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  GOSSAMER_CHECK(beta == 0.0f || beta == 1.0f, "gemm_bf16: beta must be 0 or 1, found %g", beta);
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // C = beta C
+    if (beta == 0.0f)
+      for (int m = 0; m < M; ++m) std::fill_n(C + size_t(m) * ldc, N, 0.0f);
+    return;
+  }
+  onednn_execute({trans_a, trans_b, M, N, K, lda, ldb, ldc, std::bit_cast<uint32_t>(1.0f),
+                  std::bit_cast<uint32_t>(beta), true},
+                 A, B, C);
 }
 
 template <>

@@ -1,10 +1,11 @@
 // Dense matrix product on the CPU, row-major:  C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C.
 // op(X) is X or X^T (trans_*). lda/ldb/ldc are row strides of the matrices as stored.
 // float runs on the selected backend (oneDNN or OpenBLAS, see GemmBackend); double always
-// runs on OpenBLAS (used by the finite-difference checks). Results are deterministic for a
-// fixed backend, shape and thread count.
+// runs on OpenBLAS (used by the finite-difference checks); gemm_bf16 (bf16 operands) on oneDNN.
+// Results are deterministic for a fixed backend, shape and thread count.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace gossamer::kernels::cpu {
@@ -55,5 +56,16 @@ double gemm_peak_gflops_measured(int repeats = 5);
 template <class T>
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda, const T* B,
           int ldb, T beta, T* C, int ldc);
+
+// C = op(A) op(B) + beta C (beta 0 or 1) with A and B bf16 (their bits, uint16_t) and C fp32:
+// a oneDNN matmul primitive (cached per shape as above), whatever the gemm backend. Each product
+// of two bf16 values is exact and the sums are fp32, in oneDNN's order.
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, const uint16_t* A, int lda,
+               const uint16_t* B, int ldb, float beta, float* C, int ldc);
+// oneDNN's name for the implementation it chooses for bf16 products on this CPU (probed once),
+// and whether it is native (bf16 instructions: avx512_core_bf16, AMX) rather than oneDNN's slow
+// reference code ("ref"). The bf16 matmul ops use gemm_bf16 only when native.
+const std::string& gemm_bf16_implementation();
+bool gemm_bf16_native();
 
 }  // namespace gossamer::kernels::cpu

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "comm/bf16.h"
 #include "kernels/cpu/gemm.h"
@@ -30,6 +31,55 @@ void widen_bf16(T* out, const uint16_t* in, size_t n) {
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(comm::bf16_to_float(in[i]));
 }
+
+// out(n, j) += bias(j), row by row; nothing without a bias.
+template <class T>
+void add_bias(T* out, const T* bias, int N, int OC) {
+  if (bias == nullptr) return;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    T* __restrict__ o = out + static_cast<size_t>(n) * OC;
+#pragma omp simd
+    for (int j = 0; j < OC; ++j) o[j] += bias[j];
+  }
+}
+
+void narrow_to_bf16(uint16_t* out, const float* in, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) out[i] = comm::float_to_bf16(in[i]);
+}
+
+// The float ops on bf16 instructions (gemm_bf16): only when oneDNN has native bf16 kernels here.
+template <class T>
+bool native_bf16() {
+  if constexpr (std::is_same_v<T, float>)
+    return gemm_bf16_native();
+  else
+    return false;
+}
+
+// The scratch of the native path: inp (N,C), then dout (N,OC), as bf16.
+size_t aligned_bf16(size_t n) {
+  return (n + 31) / 32 * 32;
+}  // 64-byte aligned offsets
+
+void native_forward(float* out, const float* inp, const uint16_t* w, int N, int C, int OC,
+                    void* scratch) {
+  auto* inp16 = static_cast<uint16_t*>(scratch);
+  narrow_to_bf16(inp16, inp, size_t(N) * C);
+  gemm_bf16(false, true, N, OC, C, inp16, C, w, C, 0.0f, out, OC);
+}
+
+void native_backward(float* dinp, float* dw, const float* dout, const float* inp, const uint16_t* w,
+                     int N, int C, int OC, void* scratch) {
+  auto* inp16 = static_cast<uint16_t*>(scratch);
+  uint16_t* dout16 = inp16 + aligned_bf16(size_t(N) * C);
+  narrow_to_bf16(inp16, inp, size_t(N) * C);
+  narrow_to_bf16(dout16, dout, size_t(N) * OC);
+  // dinp(N,C) += dout(N,OC) w(OC,C); dw(OC,C) += dout(N,OC)^T inp(N,C)
+  if (dinp != nullptr) gemm_bf16(false, false, N, C, OC, dout16, OC, w, C, 1.0f, dinp, C);
+  gemm_bf16(true, false, OC, C, N, dout16, OC, inp16, C, 1.0f, dw, C);
+}
 }  // namespace
 
 // dbias[j] += sum_n dout[n, j], by channel blocks, each summed in row order by one thread.
@@ -44,13 +94,7 @@ void matmul_forward(T* out, const T* inp, const T* w, const T* bias, int N, int 
     gemm<T>(false, true, N, OC, C, T(1), inp, C, w, C, T(0), out, OC);
   else
     std::fill_n(out, static_cast<size_t>(N) * OC, T(0));
-  if (bias == nullptr) return;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    T* __restrict__ o = out + static_cast<size_t>(n) * OC;
-#pragma omp simd
-    for (int j = 0; j < OC; ++j) o[j] += bias[j];
-  }
+  add_bias(out, bias, N, OC);
 }
 
 template <class T>
@@ -85,14 +129,23 @@ void bias_backward(T* dbias, const T* dout, int N, int OC) {
 template <class T>
 size_t matmul_bf16_scratch_bytes(int N, int C, int OC) {
   const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
+  if (native_bf16<T>()) return sizeof(uint16_t) * (aligned_bf16(n * c) + n * oc);
   return sizeof(T) * (n * c + oc * c + n * oc);
 }
 
-// The scratch holds, in this order, inp (N,C), w (OC,C) and dout (N,OC) rounded and widened.
+// Emulated (double, or no bf16 instructions): the scratch holds, in this order, inp (N,C),
+// w (OC,C) and dout (N,OC) rounded and widened.
 template <class T>
 void matmul_bf16_forward(T* out, const T* inp, const uint16_t* w, const T* bias, int N, int C,
                          int OC, void* scratch) {
   if (N == 0 || OC == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (native_bf16<T>() && C > 0) {
+      native_forward(out, inp, w, N, C, OC, scratch);
+      add_bias(out, bias, N, OC);
+      return;
+    }
+  }
   T* inp_r = static_cast<T*>(scratch);
   T* w_r = inp_r + size_t(N) * C;
   round_to_bf16(inp_r, inp, size_t(N) * C);
@@ -104,6 +157,13 @@ template <class T>
 void matmul_bf16_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const uint16_t* w,
                           int N, int C, int OC, void* scratch) {
   if (N == 0 || OC == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (native_bf16<T>()) {
+      if (C > 0) native_backward(dinp, dw, dout, inp, w, N, C, OC, scratch);
+      if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
+      return;
+    }
+  }
   T* inp_r = static_cast<T*>(scratch);
   T* w_r = inp_r + size_t(N) * C;
   T* dout_r = w_r + size_t(OC) * C;

@@ -4,11 +4,13 @@
 //             dinp may be null (input needs no gradient); dbias null when there is no bias.
 // The products go through gemm() (gemm.h).
 // matmul_bf16_*: the same with bf16 operands, fp32 accumulation (kernels/ops.h): inp, and dout
-// for dinp and dw, rounded to bf16 (nearest, ties to even), w given in bf16; the rounded
-// operands are widened back to T in the scratch (matmul_bf16_scratch_bytes<T> bytes) and the
-// products run as above, so each product is exact and the sums are T's: the reference of a
-// GPU's bf16 tensor-core product, up to the order of the sums. bias and dbias as above (dbias
-// from the unrounded dout).
+// for dinp and dw, rounded to bf16 (nearest, ties to even), w given in bf16. float, where the
+// CPU has bf16 instructions (gemm_bf16_native()): the rounded operands as bf16 in the scratch
+// and oneDNN's bf16 matmul (gemm_bf16). Otherwise, and always for double: the rounded operands
+// widened back to T in the scratch and the products as above. Either way each product is exact
+// and the sums are T's (in the library's order): the reference of a GPU's bf16 tensor-core
+// product. Scratch: matmul_bf16_scratch_bytes<T> bytes (the layout is the path's). bias and
+// dbias as above (dbias from the unrounded dout).
 #pragma once
 
 #include <cstddef>

@@ -13,6 +13,8 @@
 #include <csignal>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -319,14 +321,21 @@ void TrainingRun::check_replica_contract() const {
 void TrainingRun::log_setup() const {
   const model::Model& m = *model_;
   const auto& mc = config_.model;
+  std::string products = "fp32";
+  if (config_.kernels.matmul_dtype == kernels::MatmulDtype::MATMUL_DTYPE_BF16) {
+    products = "bf16 (fp32 accumulation, fp32 master weights)";
+    if (std::string_view(ops_.backend) == "cpu")  // which CPU path the bf16 ops take
+      products += kernels::cpu::gemm_bf16_native()
+                      ? "; on the CPU by oneDNN's " + kernels::cpu::gemm_bf16_implementation()
+                      : "; on the CPU emulated (no bf16 instructions: oneDNN would take " +
+                            kernels::cpu::gemm_bf16_implementation() +
+                            "): rounded operands, fp32 gemm";
+  }
   log_info(
       "model: %s, %zu parameters (%.2f M), layers %d, d_model %d, heads %d, vocab %d "
       "(padded %d); matrix products in %s",
       model::family_name(mc.family), m.layout().total(), m.layout().total() / 1e6, mc.n_layer,
-      mc.d_model, mc.n_head, mc.vocab_size, mc.padded_vocab_resolved(),
-      config_.kernels.matmul_dtype == kernels::MatmulDtype::MATMUL_DTYPE_BF16
-          ? "bf16 (fp32 accumulation, fp32 master weights)"
-          : "fp32");
+      mc.d_model, mc.n_head, mc.vocab_size, mc.padded_vocab_resolved(), products.c_str());
   log_info(
       "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
       "tokens per step",

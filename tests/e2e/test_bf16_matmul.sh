@@ -1,5 +1,6 @@
-# kernels.matmul_dtype = bf16 from the command line (docs/CUDA.md, "Precision"): GPT-2 and Llama
-# train with bf16 products on the CPU, the log says so, and the loss curve tracks the fp32 run's
+# kernels.matmul_dtype = bf16 from the command line (docs/CUDA.md, "bf16 products"): GPT-2 and
+# Llama train with bf16 products on the CPU (oneDNN's bf16 kernels where the CPU has bf16
+# instructions, else emulated), the log says which, and the loss curve tracks the fp32 run's
 # (close at every step, never equal: the products did change); an unknown dtype is refused by key.
 source "$(dirname "$0")/lib.sh"
 require_data
@@ -12,9 +13,11 @@ for family in gpt2 llama; do
       --out "$WORK/$family-$dtype" >"$WORK/$family-$dtype.log" 2>&1 \
       || { tail -n 20 "$WORK/$family-$dtype.log"; fail "$family $dtype: training failed"; }
   done
-  grep -q 'matrix products in bf16 (fp32 accumulation, fp32 master weights)' "$WORK/$family-bf16.log" \
+  grep -Eq 'matrix products in bf16 \(fp32 accumulation, fp32 master weights\); on the CPU (by oneDNN|emulated)' \
+    "$WORK/$family-bf16.log" \
     && grep -q 'matrix products in fp32$' "$WORK/$family-fp32.log" \
-    && pass "$family: the log names the products' dtype" || fail "$family: no dtype in the log"
+    && pass "$family: the log names the products' dtype and the CPU path: $(grep -o 'on the CPU .*' "$WORK/$family-bf16.log")" \
+    || fail "$family: no dtype in the log"
   node -e '
     const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
     const a = rd(process.argv[1]), b = rd(process.argv[2]);

@@ -15,6 +15,7 @@
 
 #include "core/rng.h"
 #include "guarded_device_ops.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 #include "model/host_params.h"
 #include "model/model.h"
@@ -134,7 +135,13 @@ const Shape kShapes[] = {{5, 7, 3}, {33, 65, 17}, {1, 1025, 6}, {64, 48, 130}};
 
 }  // namespace
 
+// The float table takes oneDNN's bf16 kernels where this CPU has bf16 instructions (the CI
+// machines do), else the emulation the double table always takes; both against one reference.
 TEST(Bf16Products, CpuFloatMatchesTheRoundedReference) {
+  std::printf("float table's bf16 products: %s\n",
+              kernels::cpu::gemm_bf16_native()
+                  ? ("oneDNN " + kernels::cpu::gemm_bf16_implementation()).c_str()
+                  : "emulated (rounded operands, fp32 gemm)");
   for (const Shape& s : kShapes) check_products(kernels::cpu_ops(), s, 2e-6);
 }
 
