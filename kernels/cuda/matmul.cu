@@ -199,24 +199,39 @@ void bias_backward(float* dbias, const float* dout, int N, int OC) {
   GOSSAMER_CUDA_LAUNCHED("bias_grad_sum_kernel");
 }
 
+// out(N,OC) = inp w^T + bias with w and inp fp32, or bf16 when `bf16`; C > 0.
+void forward_product(float* out, const void* inp, const void* w, const float* bias, int N, int C,
+                     int OC, bool bf16) {
+  const bool epilogue = bias && alignment(bias) >= 16;
+  // out^T (OC x N) = w (C x OC stored, transposed) . inp^T (C x N stored)
+  gemm(true, false, OC, N, C, w, C, inp, C, out, 0.0f, epilogue ? bias : nullptr, bf16);
+  if (bias && !epilogue) {
+    const size_t n = size_t(N) * OC;
+    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, false);
+    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
+  }
+}
+
+// An empty product (C = 0): out = bias (or 0).
+void empty_forward(float* out, const float* bias, int N, int OC) {
+  const size_t n = size_t(N) * OC;
+  bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, true);
+  GOSSAMER_CUDA_LAUNCHED("bias_kernel");
+}
+
+// The scratch of the bf16 products: rounded copies of dout (N,OC) and inp (N,C), each at a
+// 256-byte aligned offset (128 bf16).
+size_t aligned_elems(size_t n) {
+  return (n + 127) / 128 * 128;
+}
+
 }  // namespace
 
 void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
                     int OC) {
-  const size_t n = size_t(N) * OC;
-  if (n == 0) return;
-  if (C == 0) {  // an empty product: out = bias (or 0)
-    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, true);
-    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
-    return;
-  }
-  const bool epilogue = bias && alignment(bias) >= 16;
-  // out^T (OC x N) = w (C x OC stored, transposed) . inp^T (C x N stored)
-  gemm(true, false, OC, N, C, w, C, inp, C, out, 0.0f, epilogue ? bias : nullptr);
-  if (bias && !epilogue) {
-    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, false);
-    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
-  }
+  if (size_t(N) * OC == 0) return;
+  if (C == 0) return empty_forward(out, bias, N, OC);
+  forward_product(out, inp, w, bias, N, C, OC, false);
 }
 
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
@@ -231,14 +246,6 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
   if (dbias) bias_backward(dbias, dout, N, OC);
 }
 
-namespace {
-// The scratch of the bf16 products: rounded copies of dout (N,OC) and inp (N,C), each at a
-// 256-byte aligned offset.
-size_t aligned_elems(size_t n) {
-  return (n + 127) / 128 * 128;
-}  // 128 bf16 = 256 bytes
-}  // namespace
-
 size_t matmul_bf16_scratch_bytes(int N, int C, int OC) {
   return sizeof(uint16_t) * (aligned_elems(size_t(N) * OC) + aligned_elems(size_t(N) * C));
 }
@@ -247,19 +254,10 @@ void matmul_bf16_forward(float* out, const float* inp, const uint16_t* w, const 
                          int C, int OC, void* scratch) {
   const size_t n = size_t(N) * OC;
   if (n == 0) return;
-  if (C == 0) {  // an empty product: out = bias (or 0)
-    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, true);
-    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
-    return;
-  }
+  if (C == 0) return empty_forward(out, bias, N, OC);
   auto* inp16 = static_cast<uint16_t*>(scratch) + aligned_elems(n);
   to_bf16(inp16, inp, size_t(N) * C);
-  const bool epilogue = bias && alignment(bias) >= 16;
-  gemm(true, false, OC, N, C, w, C, inp16, C, out, 0.0f, epilogue ? bias : nullptr, true);
-  if (bias && !epilogue) {
-    bias_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(out, bias, n, OC, false);
-    GOSSAMER_CUDA_LAUNCHED("bias_kernel");
-  }
+  forward_product(out, inp16, w, bias, N, C, OC, true);
 }
 
 void matmul_bf16_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
