@@ -35,7 +35,8 @@ struct KernelsConfig {
     v("matmul_dtype", matmul_dtype,
       "operands of the model's matrix products: fp32, or bf16 (weights and activations rounded "
       "at each product, fp32 accumulation; master weights, gradients and optimizer state stay "
-      "fp32; on the CPU an emulation, slower than fp32: docs/CUDA.md)");
+      "fp32; on the CPU oneDNN's bf16 kernels where it has bf16 instructions, else an emulation: "
+      "docs/CUDA.md)");
   }
   // Throws gossamer::Error naming the key (prefixed by `path`) when invalid.
   void validate(const std::string& path = "kernels.") const;

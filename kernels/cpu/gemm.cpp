@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace gossamer::kernels::cpu {
 
@@ -161,6 +162,11 @@ class DnnlContext {
       e->scratch_bytes = e->scratch_md.get_size();
       e->impl = pd.impl_info_str();
       e->prim = dnnl::matmul(pd);
+      if (k.bf16 && e->impl.find("ref") != std::string::npos)
+        log_warn(
+            "gemm_bf16: oneDNN has only its reference code (%s) for the bf16 product trans_a=%d "
+            "trans_b=%d M=%d N=%d K=%d lda=%d ldb=%d ldc=%d: correct, slow",
+            e->impl.c_str(), k.trans_a, k.trans_b, k.M, k.N, k.K, k.lda, k.ldb, k.ldc);
     } catch (const dnnl::error& err) {
       fail(
           "gemm: oneDNN cannot create a %s matmul for trans_a=%d trans_b=%d M=%d N=%d K=%d "
@@ -343,7 +349,13 @@ const std::string& gemm_bf16_implementation() {
 }
 
 bool gemm_bf16_native() {
-  static const bool native = gemm_bf16_implementation().find("ref") == std::string::npos;
+  // bf16 instructions (avx512_core_bf16, or AMX, whose mask includes it) in the ISA oneDNN uses
+  // here (DNNL_MAX_CPU_ISA may lower it), and not its reference code for the probe.
+  static const bool native = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+    return (isa & bf16) == bf16 && gemm_bf16_implementation().find("ref") == std::string::npos;
+  }();
   return native;
 }
 

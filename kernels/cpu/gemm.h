@@ -63,8 +63,9 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, 
 void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, const uint16_t* A, int lda,
                const uint16_t* B, int ldb, float beta, float* C, int ldc);
 // oneDNN's name for the implementation it chooses for bf16 products on this CPU (probed once),
-// and whether it is native (bf16 instructions: avx512_core_bf16, AMX) rather than oneDNN's slow
-// reference code ("ref"). The bf16 matmul ops use gemm_bf16 only when native.
+// and whether they are native: the ISA oneDNN uses has bf16 instructions (avx512_core_bf16 or
+// AMX) and the probe is not its slow reference code ("ref"; a product that still gets it is
+// logged as a warning). The bf16 matmul ops use gemm_bf16 only when native.
 const std::string& gemm_bf16_implementation();
 bool gemm_bf16_native();
 

@@ -42,7 +42,8 @@ template <class T>
 void matmul_bf16_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const uint16_t* w,
                           int N, int C, int OC, void* scratch);
 
-// Bytes of scratch the bf16 ops need for one product: T copies of inp, w and dout.
+// Bytes of scratch the bf16 ops need for one product: bf16 copies of inp and dout (native), or T
+// copies of inp, w and dout (emulated).
 template <class T>
 size_t matmul_bf16_scratch_bytes(int N, int C, int OC);
 

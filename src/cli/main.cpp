@@ -4,6 +4,8 @@
 // else with 2. Before anything allocates, malloc is told to keep what is freed (see below).
 #include <malloc.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include <CLI/CLI.hpp>
@@ -15,10 +17,13 @@
 namespace {
 // Buffers freed stay with malloc for the next allocation instead of going back to the system
 // and being faulted in again, which is slow on VMs (a 4-rank checkpoint of GASLoC's per-rank
-// state took 2.5x as long): no trimming, and blocks up to malloc's largest threshold (32 MiB)
-// from the heap rather than their own mmap. What scripts/launch-common.sh's GLIBC_TUNABLES ask
-// for, under any launcher; their huge pages only the environment can ask for.
+// state took 2.5x as long): no trimming, and blocks up to malloc's largest mmap threshold
+// (32 MiB; glibc refuses more) from the heap rather than their own mmap. Close to what
+// scripts/launch-common.sh's GLIBC_TUNABLES ask for, under any launcher (their huge pages only
+// the environment can ask for); malloc settings the user gives in GLIBC_TUNABLES win.
 void keep_freed_memory() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return;
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
 }
