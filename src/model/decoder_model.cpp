@@ -67,11 +67,28 @@ void DecoderModel::allocate_parameters() {
 }
 
 void DecoderModel::reserve_linear(std::initializer_list<std::pair<int, int>> c_oc) {
+  linear_shapes_.assign(c_oc.begin(), c_oc.end());
+  size_linear_scratch();
+}
+
+void DecoderModel::set_linear_chunk_elems(size_t elems) {
+  GOSSAMER_CHECK(elems >= 1, "model: bf16 product chunks of %zu elements", elems);
+  linear_chunk_elems_ = elems;
+  size_linear_scratch();
+}
+
+void DecoderModel::size_linear_scratch() {
   if (matmul_dtype_ != kernels::MatmulDtype::MATMUL_DTYPE_BF16) return;
   size_t bytes = 0;
-  for (auto [C, OC] : c_oc)
-    bytes = std::max(bytes, ops_.matmul_bf16_scratch_bytes(max_B_ * max_T_, C, OC));
+  for (auto [C, OC] : linear_shapes_)
+    bytes = std::max(bytes, ops_.matmul_bf16_scratch_bytes(linear_rows(C, OC), C, OC));
+  linear_scratch_ = Buffer<unsigned char>();  // the old one goes before the new one comes
   linear_scratch_ = Buffer<unsigned char>(bytes, *ops_.memory);
+}
+
+int DecoderModel::linear_rows(int C, int OC) const {
+  const size_t widest = size_t(std::max({C, OC, 1}));
+  return int(std::clamp<size_t>(linear_chunk_elems_ / widest, 1, size_t(max_B_) * max_T_));
 }
 
 void DecoderModel::linear_forward(float* out, const float* inp, size_t w_offset, const float* bias,
@@ -80,10 +97,13 @@ void DecoderModel::linear_forward(float* out, const float* inp, size_t w_offset,
     ops_.matmul_forward(out, inp, params_.data() + w_offset, bias, N, C, OC);
     return;
   }
-  GOSSAMER_CHECK(ops_.matmul_bf16_scratch_bytes(N, C, OC) <= linear_scratch_.size(),
+  const int R = linear_rows(C, OC);
+  GOSSAMER_CHECK(ops_.matmul_bf16_scratch_bytes(std::min(R, N), C, OC) <= linear_scratch_.size(),
                  "model: a (%d x %d) product of %d rows outgrows the bf16 scratch", OC, C, N);
-  ops_.matmul_bf16_forward(out, inp, params_bf16_.data() + w_offset, bias, N, C, OC,
-                           linear_scratch_.data());
+  for (int r = 0; r < N; r += R)
+    ops_.matmul_bf16_forward(out + size_t(r) * OC, inp + size_t(r) * C,
+                             params_bf16_.data() + w_offset, bias, std::min(R, N - r), C, OC,
+                             linear_scratch_.data());
 }
 
 void DecoderModel::linear_backward(float* dinp, float* dw, float* dbias, const float* dout,
@@ -92,10 +112,14 @@ void DecoderModel::linear_backward(float* dinp, float* dw, float* dbias, const f
     ops_.matmul_backward(dinp, dw, dbias, dout, inp, params_.data() + w_offset, N, C, OC);
     return;
   }
-  GOSSAMER_CHECK(ops_.matmul_bf16_scratch_bytes(N, C, OC) <= linear_scratch_.size(),
+  const int R = linear_rows(C, OC);
+  GOSSAMER_CHECK(ops_.matmul_bf16_scratch_bytes(std::min(R, N), C, OC) <= linear_scratch_.size(),
                  "model: a (%d x %d) product of %d rows outgrows the bf16 scratch", OC, C, N);
-  ops_.matmul_bf16_backward(dinp, dw, dbias, dout, inp, params_bf16_.data() + w_offset, N, C, OC,
-                            linear_scratch_.data());
+  for (int r = 0; r < N; r += R)  // dw and dbias add up over the chunks in row order
+    ops_.matmul_bf16_backward(dinp ? dinp + size_t(r) * C : nullptr, dw, dbias,
+                              dout + size_t(r) * OC, inp + size_t(r) * C,
+                              params_bf16_.data() + w_offset, std::min(R, N - r), C, OC,
+                              linear_scratch_.data());
 }
 
 void DecoderModel::init_weights(uint64_t seed) {

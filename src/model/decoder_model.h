@@ -73,6 +73,11 @@ class DecoderModel : public Model {
 
   void route_block_weight_gradients(RoutedGradientHook on_ready) final;
 
+  // bf16 products run in row chunks of at most elems / max(C, OC) rows (at least one), so that
+  // their rounded copies stay bounded whatever the vocabulary (the LM head's dout is N x Vp);
+  // 2^26 elements by default. Resizes the scratch. For tests that exercise the chunks.
+  void set_linear_chunk_elems(size_t elems);
+
  protected:
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
   // the buffers whose size does not depend on the family: tokens, targets, logits, losses.
@@ -123,6 +128,10 @@ class DecoderModel : public Model {
   kernels::MatmulDtype matmul_dtype_;
   Buffer<uint16_t> params_bf16_;          // bf16 products: params_ rounded, at the same offsets
   Buffer<unsigned char> linear_scratch_;  // bf16 products: the ops' scratch
+  std::vector<std::pair<int, int>> linear_shapes_;  // (C, OC) of every product (reserve_linear)
+  size_t linear_chunk_elems_ = size_t{1} << 26;
+  int linear_rows(int C, int OC) const;  // rows per bf16 product call
+  void size_linear_scratch();            // for linear_shapes_ at linear_rows() rows each
 
   // The batch of the last forward (buffers sized for max_B_ x max_T_).
   int B_ = 0, T_ = 0;

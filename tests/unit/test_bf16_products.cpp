@@ -13,10 +13,12 @@
 #include <memory>
 #include <vector>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "guarded_device_ops.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
+#include "model/decoder_model.h"
 #include "model/host_params.h"
 #include "model/model.h"
 #include "op_test_harness.h"
@@ -251,6 +253,28 @@ TEST_P(Bf16Model, TracksTheFp32ModelAndSeesEveryWeightUpdate) {
     EXPECT_EQ(std::memcmp(b.grads.data(), c.grads.data(), b.grads.size() * sizeof(float)), 0)
         << "the guarded device table's gradients, scale " << s;
   }
+}
+
+// The products in row chunks (the LM head's in one-row chunks here): the same loss and
+// gradients as in one call, up to fp32 summation order (dw and dbias add up chunk by chunk).
+TEST_P(Bf16Model, RowChunksGiveTheSameResults) {
+  const model::ModelConfig cfg = tiny(GetParam());
+  const int B = 2, T = 12;
+  Rng rng(12);
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (auto* v : {&tok, &tgt})
+    for (int32_t& t : *v) t = int32_t(rng.below(cfg.vocab_size));
+  const auto bf16 = kernels::MatmulDtype::MATMUL_DTYPE_BF16;
+  auto whole = model::make_model(cfg, B, T, kernels::cpu_ops(), bf16);
+  auto chunked = model::make_model(cfg, B, T, kernels::cpu_ops(), bf16);
+  dynamic_cast<model::DecoderModel&>(*chunked).set_linear_chunk_elems(200);
+  whole->init_weights(6);
+  chunked->init_weights(6);
+  const Pass a = forward_backward(*whole, tok, tgt, B, T);
+  const Pass b = forward_backward(*chunked, tok, tgt, B, T);
+  EXPECT_NEAR(b.loss, a.loss, 1e-5 * a.loss);
+  EXPECT_LT(relative_distance(b.grads, a.grads), 1e-5);
+  EXPECT_THROW(dynamic_cast<model::DecoderModel&>(*chunked).set_linear_chunk_elems(0), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Bf16Model,
