@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "comm/bf16.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 
 namespace gossamer::kernels::cpu {
@@ -26,12 +27,6 @@ void round_to_bf16(T* out, const T* in, size_t n) {
     out[i] = static_cast<T>(comm::bf16_to_float(comm::float_to_bf16(static_cast<float>(in[i]))));
 }
 
-template <class T>
-void widen_bf16(T* out, const uint16_t* in, size_t n) {
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(comm::bf16_to_float(in[i]));
-}
-
 // out(n, j) += bias(j), row by row; nothing without a bias.
 template <class T>
 void add_bias(T* out, const T* bias, int N, int OC) {
@@ -42,11 +37,6 @@ void add_bias(T* out, const T* bias, int N, int OC) {
 #pragma omp simd
     for (int j = 0; j < OC; ++j) o[j] += bias[j];
   }
-}
-
-void narrow_to_bf16(uint16_t* out, const float* in, size_t n) {
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) out[i] = comm::float_to_bf16(in[i]);
 }
 
 // The float ops on bf16 instructions (gemm_bf16): only when oneDNN has native bf16 kernels here.
@@ -66,7 +56,7 @@ size_t aligned_bf16(size_t n) {
 void native_forward(float* out, const float* inp, const uint16_t* w, int N, int C, int OC,
                     void* scratch) {
   auto* inp16 = static_cast<uint16_t*>(scratch);
-  narrow_to_bf16(inp16, inp, size_t(N) * C);
+  to_bf16<float>(inp16, inp, size_t(N) * C);
   gemm_bf16(false, true, N, OC, C, inp16, C, w, C, 0.0f, out, OC);
 }
 
@@ -74,8 +64,8 @@ void native_backward(float* dinp, float* dw, const float* dout, const float* inp
                      int N, int C, int OC, void* scratch) {
   auto* inp16 = static_cast<uint16_t*>(scratch);
   uint16_t* dout16 = inp16 + aligned_bf16(size_t(N) * C);
-  narrow_to_bf16(inp16, inp, size_t(N) * C);
-  narrow_to_bf16(dout16, dout, size_t(N) * OC);
+  to_bf16<float>(inp16, inp, size_t(N) * C);
+  to_bf16<float>(dout16, dout, size_t(N) * OC);
   // dinp(N,C) += dout(N,OC) w(OC,C); dw(OC,C) += dout(N,OC)^T inp(N,C)
   if (dinp != nullptr) gemm_bf16(false, false, N, C, OC, dout16, OC, w, C, 1.0f, dinp, C);
   gemm_bf16(true, false, OC, C, N, dout16, OC, inp16, C, 1.0f, dw, C);
@@ -149,7 +139,7 @@ void matmul_bf16_forward(T* out, const T* inp, const uint16_t* w, const T* bias,
   T* inp_r = static_cast<T*>(scratch);
   T* w_r = inp_r + size_t(N) * C;
   round_to_bf16(inp_r, inp, size_t(N) * C);
-  widen_bf16(w_r, w, size_t(OC) * C);
+  from_bf16<T>(w_r, w, size_t(OC) * C);
   matmul_forward(out, inp_r, w_r, bias, N, C, OC);
 }
 
@@ -168,7 +158,7 @@ void matmul_bf16_backward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp,
   T* w_r = inp_r + size_t(N) * C;
   T* dout_r = w_r + size_t(OC) * C;
   round_to_bf16(inp_r, inp, size_t(N) * C);
-  widen_bf16(w_r, w, size_t(OC) * C);
+  from_bf16<T>(w_r, w, size_t(OC) * C);
   round_to_bf16(dout_r, dout, size_t(N) * OC);
   matmul_backward<T>(dinp, dw, nullptr, dout_r, inp_r, w_r, N, C, OC);
   if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
