@@ -93,6 +93,10 @@ struct BasicOpTable {
                                const int32_t* targets, int N, int V, int Vp);
   void (*crossentropy_backward)(Real* dlogits, const Real* probs, const int32_t* targets,
                                 Real scale, int N, int V, int Vp);
+  // Both in one (training, where the loss's gradient is known): losses as the forward,
+  // dlogits as the backward of its probabilities, the same bits; dlogits may alias logits.
+  void (*crossentropy_forward_backward)(Real* losses, Real* dlogits, const Real* logits,
+                                        const int32_t* targets, Real scale, int N, int V, int Vp);
   // The optimizer updates: the hyper-parameters in one AdamStep (kernels/adam_step.h says which
   // op reads which field).
   void (*adamw_update)(Real* param, const Real* grad, Real* m, Real* v, size_t n,
@@ -174,6 +178,7 @@ struct BasicOpTable {
     f("from_bf16", from_bf16);
     f("crossentropy_forward", crossentropy_forward);
     f("crossentropy_backward", crossentropy_backward);
+    f("crossentropy_forward_backward", crossentropy_forward_backward);
     f("adamw_update", adamw_update);
     f("adamw_update_blocks", adamw_update_blocks);
     f("adams_update", adams_update);

@@ -3,8 +3,10 @@
 // while summing (blocks of 512 in T, block sums in double), one pass scaling by 1/sum and zeroing
 // the padding. The loss is log(sum) - (x_target - max), read before the row is overwritten (probs
 // may alias logits); it stays finite even where probs[target] underflows to 0. Backward: p[target]
-// is read before the row is written (dlogits may alias probs). Rows are independent and split
-// between threads, so results do not depend on thread count.
+// is read before the row is written (dlogits may alias probs). forward_backward: forward's first
+// two passes, then one pass writing scale * (e / sum), the same products as forward's
+// normalisation followed by backward (the same bits). Rows are independent and split between
+// threads, so results do not depend on thread count.
 #include "kernels/cpu/crossentropy.h"
 
 #include <algorithm>
@@ -82,9 +84,39 @@ template void crossentropy_forward<float>(float*, float*, const float*, const in
                                           int);
 template void crossentropy_forward<double>(double*, double*, const double*, const int32_t*, int,
                                            int, int);
+template <class T>
+void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const int32_t* targets,
+                                   T scale, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < N; ++i) {
+    const T* x = logits + static_cast<size_t>(i) * Vp;  // may alias d: same-index access only
+    T* d = dlogits + static_cast<size_t>(i) * Vp;
+    const int target = targets[i];
+    const T x_target = x[target];
+    T mx = -std::numeric_limits<T>::infinity();
+#pragma omp simd simdlen(kVecLanes <T>) reduction(max : mx)
+    for (int j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;
+    const double sum = exp_row(d, x, mx, V);  // d holds exp(x - mx) from here
+    const T inv = static_cast<T>(1.0 / sum);
+    // The probability as crossentropy_forward stores it: d * inv rounded once. As fma(d, inv, 0)
+    // it cannot be contracted with the "- 1" below into one fma (GCC contracts in C++).
+    const T p_target = std::fma(d[target], inv, T(0));
+#pragma omp simd simdlen(kVecLanes <T>)
+    for (int j = 0; j < V; ++j) d[j] = scale * (d[j] * inv);
+    for (int j = V; j < Vp; ++j) d[j] = T(0);
+    d[target] = scale * (p_target - T(1));
+    losses[i] = static_cast<T>(std::log(sum) - static_cast<double>(x_target - mx));
+  }
+}
+
 template void crossentropy_backward<float>(float*, const float*, const int32_t*, float, int, int,
                                            int);
 template void crossentropy_backward<double>(double*, const double*, const int32_t*, double, int,
                                             int, int);
+
+template void crossentropy_forward_backward<float>(float*, float*, const float*, const int32_t*,
+                                                   float, int, int, int);
+template void crossentropy_forward_backward<double>(double*, double*, const double*, const int32_t*,
+                                                    double, int, int, int);
 
 }  // namespace gossamer::kernels::cpu

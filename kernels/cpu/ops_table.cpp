@@ -65,6 +65,7 @@ constexpr BasicOpTable<Real> make_cpu_table() {
       .from_bf16 = cpu::from_bf16<Real>,
       .crossentropy_forward = cpu::crossentropy_forward<Real>,
       .crossentropy_backward = cpu::crossentropy_backward<Real>,
+      .crossentropy_forward_backward = cpu::crossentropy_forward_backward<Real>,
       .adamw_update = cpu::adamw_update<Real>,
       .adamw_update_blocks = cpu::adamw_update_blocks<Real>,
       .adams_update = cpu::adams_update<Real>,

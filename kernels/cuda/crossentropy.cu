@@ -1,5 +1,6 @@
 // Implementation of crossentropy.cuh. A row's threads each own the columns j = tid + k * 256:
-// every thread reads only its own columns after the reductions, so probs may alias logits.
+// every thread reads only its own columns after the reductions, so probs may alias logits (and
+// dlogits logits, in the fused kernel).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -28,6 +29,21 @@ __device__ float block_reduce(float v, float* shared) {
   return r;
 }
 
+// The row's max and sum of exp(x - max), the exponentials written to e (which may alias x);
+// x_target read by every thread before the first barrier, so before any thread writes e.
+__device__ float2 exp_row(float* e, const float* x, int V, float* shared) {
+  float mx = -INFINITY;
+  for (int j = threadIdx.x; j < V; j += kThreads) mx = fmaxf(mx, x[j]);
+  mx = block_reduce<true>(mx, shared);
+  float sum = 0;
+  for (int j = threadIdx.x; j < V; j += kThreads) {
+    const float v = expf(x[j] - mx);
+    e[j] = v;
+    sum += v;
+  }
+  return make_float2(mx, block_reduce<false>(sum, shared));
+}
+
 __global__ void crossentropy_forward_kernel(float* losses, float* probs, const float* logits,
                                             const int32_t* targets, int V, int Vp) {
   __shared__ float shared[kThreads / 32];
@@ -35,16 +51,8 @@ __global__ void crossentropy_forward_kernel(float* losses, float* probs, const f
   const float* x = logits + row * Vp;
   float* p = probs + row * Vp;
   const float x_target = x[targets[row]];  // before any thread overwrites the row
-  float mx = -INFINITY;
-  for (int j = threadIdx.x; j < V; j += kThreads) mx = fmaxf(mx, x[j]);
-  mx = block_reduce<true>(mx, shared);  // its barrier: every thread has read x_target
-  float sum = 0;
-  for (int j = threadIdx.x; j < V; j += kThreads) {
-    const float e = expf(x[j] - mx);
-    p[j] = e;
-    sum += e;
-  }
-  sum = block_reduce<false>(sum, shared);
+  const float2 stats = exp_row(p, x, V, shared);
+  const float mx = stats.x, sum = stats.y;
   const float inv = 1.0f / sum;
   for (int j = threadIdx.x; j < V; j += kThreads) p[j] *= inv;
   for (int j = V + threadIdx.x; j < Vp; j += kThreads) p[j] = 0.0f;
@@ -62,6 +70,27 @@ __global__ void crossentropy_backward_kernel(float* dlogits, const float* probs,
   for (int j = V + threadIdx.x; j < Vp; j += kThreads) d[j] = 0.0f;
 }
 
+// forward's exponentials, then backward's expression on forward's probabilities, per column.
+__global__ void crossentropy_forward_backward_kernel(float* losses, float* dlogits,
+                                                     const float* logits, const int32_t* targets,
+                                                     float scale, int V, int Vp) {
+  __shared__ float shared[kThreads / 32];
+  const size_t row = blockIdx.x;
+  const float* x = logits + row * Vp;
+  float* d = dlogits + row * Vp;
+  const int target = targets[row];
+  const float x_target = x[target];  // before any thread overwrites the row
+  const float2 stats = exp_row(d, x, V, shared);
+  const float mx = stats.x, sum = stats.y;
+  const float inv = 1.0f / sum;
+  for (int j = threadIdx.x; j < V; j += kThreads) {
+    const float p = __fmul_rn(d[j], inv);  // rounded as the stored probability: no FMA with - 1
+    d[j] = scale * (p - (j == target ? 1.f : 0.f));
+  }
+  for (int j = V + threadIdx.x; j < Vp; j += kThreads) d[j] = 0.0f;
+  if (threadIdx.x == 0) losses[row] = logf(sum) - (x_target - mx);
+}
+
 }  // namespace
 
 void crossentropy_forward(float* losses, float* probs, const float* logits, const int32_t* targets,
@@ -76,6 +105,14 @@ void crossentropy_backward(float* dlogits, const float* probs, const int32_t* ta
   if (N == 0) return;
   crossentropy_backward_kernel<<<N, kThreads, 0, stream()>>>(dlogits, probs, targets, scale, V, Vp);
   GOSSAMER_CUDA_LAUNCHED("crossentropy_backward_kernel");
+}
+
+void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                   const int32_t* targets, float scale, int N, int V, int Vp) {
+  if (N == 0) return;
+  crossentropy_forward_backward_kernel<<<N, kThreads, 0, stream()>>>(losses, dlogits, logits,
+                                                                     targets, scale, V, Vp);
+  GOSSAMER_CUDA_LAUNCHED("crossentropy_forward_backward_kernel");
 }
 
 }  // namespace gossamer::kernels::cuda

@@ -62,6 +62,7 @@ constexpr OpTable kCudaOps{
     .from_bf16 = from_bf16,
     .crossentropy_forward = crossentropy_forward,
     .crossentropy_backward = crossentropy_backward,
+    .crossentropy_forward_backward = crossentropy_forward_backward,
     .adamw_update = adamw_update,
     .adamw_update_blocks = adamw_update_blocks,
     .adams_update = adams_update,

@@ -23,7 +23,7 @@ EvalResult evaluate(model::Model& model, data::DataLoader& loader, int B, int64_
     const int b = int(std::min<uint64_t>(uint64_t(B), n_windows - first));
     loader.set_position({0, first});
     loader.next_batch(0, 1, b, inputs, targets);
-    weighted_sum += double(model.forward(inputs, targets, b, loader.seq_len())) * b;
+    weighted_sum += double(model.eval_loss(inputs, targets, b, loader.seq_len())) * b;
   }
   if (world > 1) {
     const std::vector<double> sums = comm::all_gather_doubles(*comm, {&weighted_sum, 1});

@@ -1,6 +1,6 @@
 // The shared scaffolding of the decoder-only families (see decoder_model.h): checks, buffers,
-// the block layout, forward/backward around the family's passes, the loss tail of the forward
-// and the cross-entropy head of the backward.
+// the block layout, forward/backward around the family's passes, and the LM head fused with
+// the cross-entropy in row chunks.
 #include "model/decoder_model.h"
 
 #include <algorithm>
@@ -30,8 +30,8 @@ DecoderModel::DecoderModel(const ModelConfig& config, ModelFamily family, int ma
   const MemoryOps& memory = *ops_.memory;
   tokens_ = Buffer<int32_t>(BT, memory);
   targets_ = Buffer<int32_t>(BT, memory);
-  logits_ = Buffer<float>(BT * Vp_, memory);
   losses_ = Buffer<float>(BT, memory);
+  size_head_chunk();
   if (!memory.host_accessible) losses_host_ = HostBuffer<float>(BT);
 }
 
@@ -62,6 +62,12 @@ void DecoderModel::embeddings_ready(const GradReadyHook& hook) const {
 void DecoderModel::allocate_parameters() {
   params_ = Buffer<float>(layout_.total(), *ops_.memory);
   grads_ = Buffer<float>(layout_.total(), *ops_.memory);
+  const auto& views = layout_.views();
+  GOSSAMER_CHECK(std::any_of(views.begin(), views.end(),
+                             [&](const ParamView& v) {
+                               return v.offset == lm_head_w_ && v.numel == size_t(Vp_) * C_;
+                             }),
+                 "model: the family set no (%d x %d) LM head matrix (lm_head_w_)", Vp_, C_);
   if (matmul_dtype_ != kernels::MatmulDtype::MATMUL_DTYPE_BF16) return;
   params_bf16_ = Buffer<uint16_t>(layout_.total(), *ops_.memory);
 }
@@ -75,6 +81,12 @@ void DecoderModel::set_linear_chunk_elems(size_t elems) {
   GOSSAMER_CHECK(elems >= 1, "model: bf16 product chunks of %zu elements", elems);
   linear_chunk_elems_ = elems;
   size_linear_scratch();
+  size_head_chunk();
+}
+
+void DecoderModel::size_head_chunk() {
+  head_chunk_ = Buffer<float>();  // the old one goes before the new one comes
+  head_chunk_ = Buffer<float>(size_t(head_rows()) * Vp_, *ops_.memory);
 }
 
 void DecoderModel::size_linear_scratch() {
@@ -253,31 +265,73 @@ void DecoderModel::begin_forward(const int32_t* tokens, const int32_t* targets, 
                  "model: batch (%d, %d) exceeds the allocated (%d, %d)", B, T, max_B_, max_T_);
   const int N = B * T;
   check_tokens(tokens, targets, N);
-  B_ = B, T_ = T, have_targets_ = targets != nullptr;
+  B_ = B, T_ = T;
   tokens_.upload(tokens, size_t(N));
   if (targets) targets_.upload(targets, size_t(N));
 }
 
-float DecoderModel::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
+const float* DecoderModel::forward_to_hidden(const int32_t* tokens, const int32_t* targets, int B,
+                                             int T) {
   logits_readable_ = false;
+  backward_ready_ = false;
   begin_forward(tokens, targets, B, T);  // checks, copies tokens_ and targets_
   if (matmul_dtype_ == kernels::MatmulDtype::MATMUL_DTYPE_BF16)  // the weights as they are now
     ops_.to_bf16(params_bf16_.data(), params_.data(), params_.size());
-  forward_logits(B, T);
-  logits_readable_ = targets == nullptr;
-  return targets ? mean_loss() : 0.0f;  // softmax in place: logits_ then holds probabilities
+  return forward_hidden(B, T);
+}
+
+float DecoderModel::forward(const int32_t* tokens, const int32_t* targets, int B, int T) {
+  const float* hidden = forward_to_hidden(tokens, targets, B, T);
+  if (targets == nullptr) {
+    head_logits(hidden);
+    logits_readable_ = true;
+    return 0.0f;
+  }
+  const float loss = head_loss(hidden, /*with_gradients=*/true);
+  backward_ready_ = true;
+  return loss;
+}
+
+float DecoderModel::eval_loss(const int32_t* tokens, const int32_t* targets, int B, int T) {
+  GOSSAMER_CHECK(targets != nullptr, "model: eval_loss() needs targets");
+  return head_loss(forward_to_hidden(tokens, targets, B, T), /*with_gradients=*/false);
 }
 
 void DecoderModel::backward(float grad_scale, const GradReadyHook& hook) {
-  float* dlogits = begin_backward(grad_scale);  // in place of the probabilities
-  backward_from_logits(dlogits, hook);
-  end_backward();
+  GOSSAMER_CHECK(backward_ready_, "model: backward() needs a forward() with targets first");
+  // The head's products were made in the forward for the mean loss; scaled here.
+  const size_t N = size_t(B_) * T_;
+  ops_.axpy(grads_.data() + lm_head_w_, grad_scale, head_grad_.data(), head_grad_.size());
+  ops_.scale(dhidden_.data(), grad_scale, N * C_);
+  backward_from_hidden(dhidden_.data(), hook);
+  backward_ready_ = false;  // dhidden_ is spent: a new forward with targets is needed
 }
 
-float DecoderModel::mean_loss() {
-  const int N = B_ * T_;
-  ops_.crossentropy_forward(losses_.data(), logits_.data(), logits_.data(), targets_.data(), N, V_,
-                            Vp_);
+float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
+  const int N = B_ * T_, R = head_rows();
+  if (with_gradients) {
+    if (head_grad_.size() == 0) {  // the first forward with targets
+      dhidden_ = Buffer<float>(size_t(max_B_) * max_T_ * C_, *ops_.memory);
+      head_grad_ = Buffer<float>(size_t(Vp_) * C_, *ops_.memory);
+    }
+    zero(dhidden_.data(), size_t(N) * C_);
+    zero(head_grad_.data(), head_grad_.size());
+  }
+  float* chunk = head_chunk_.data();
+  for (int r = 0; r < N; r += R) {
+    const int n = std::min(R, N - r);
+    const float* h = hidden + size_t(r) * C_;
+    const int32_t* targets = targets_.data() + r;
+    linear_forward(chunk, h, lm_head_w_, nullptr, n, C_, Vp_);
+    if (!with_gradients) {
+      ops_.crossentropy_forward(losses_.data() + r, chunk, chunk, targets, n, V_, Vp_);
+      continue;
+    }
+    ops_.crossentropy_forward_backward(losses_.data() + r, chunk, chunk, targets, 1.0f / float(N),
+                                       n, V_, Vp_);  // the chunk holds dlogits
+    linear_backward(dhidden_.data() + size_t(r) * C_, head_grad_.data(), nullptr, chunk, h,
+                    lm_head_w_, n, C_, Vp_);
+  }
   const float* losses = losses_.data();
   if (!losses_.memory().host_accessible) {
     losses_.download(losses_host_.data(), size_t(N));
@@ -288,12 +342,12 @@ float DecoderModel::mean_loss() {
   return static_cast<float>(sum / N);
 }
 
-float* DecoderModel::begin_backward(float grad_scale) {
-  GOSSAMER_CHECK(have_targets_, "model: backward() needs a forward() with targets first");
-  const int N = B_ * T_;
-  float* dlogits = logits_.data();
-  ops_.crossentropy_backward(dlogits, logits_.data(), targets_.data(), grad_scale / N, N, V_, Vp_);
-  return dlogits;
+void DecoderModel::head_logits(const float* hidden) {
+  if (logits_.size() < size_t(B_) * T_ * Vp_) {  // room for B_ rows of max_T_ positions
+    logits_ = Buffer<float>();
+    logits_ = Buffer<float>(size_t(B_) * max_T_ * Vp_, *ops_.memory);
+  }
+  linear_forward(logits_.data(), hidden, lm_head_w_, nullptr, B_ * T_, C_, Vp_);
 }
 
 }  // namespace gossamer::model

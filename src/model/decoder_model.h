@@ -1,18 +1,28 @@
 // DecoderModel: the scaffolding every decoder-only family shares, so that a family's class
 // holds only its layout and its hand-written forward and backward. It owns the config and
 // layout, the flat parameter and gradient buffers, the batch of the last forward (tokens,
-// targets, B, T) and the logits/probabilities and per-position losses, and implements the
-// shape and token-range checks, zero_grad, the initialisation and the FLOP count (from the
-// family's row of the family table), the loss tail of the forward, the cross-entropy head of
-// the backward, and the backward-order layout of the blocks with their gradient-ready ranges.
+// targets, B, T), the LM head with the cross-entropy and the per-position losses, and
+// implements the shape and token-range checks, zero_grad, the initialisation and the FLOP count
+// (from the family's row of the family table), and the backward-order layout of the blocks with
+// their gradient-ready ranges.
+// The LM head is fused with the cross-entropy in row chunks: a forward with targets makes each
+// chunk's logits, then in one op their losses and d(mean loss)/d(logits) in their place
+// (crossentropy_forward_backward), then that chunk's share of the head's two gradient products
+// (the final hidden state's gradient and the head matrix's, kept aside until backward() scales
+// them by its grad_scale).
+// No (B,T,Vp) logits are kept for backward: one chunk of rows is (see linear_rows()). The two
+// gradients kept aside are made at the first forward with targets (a model that only evaluates
+// or samples has none), the full logits at the first forward without targets, for B rows of
+// max_seq positions (grown for a larger B): sampling, which lengthens T by one token per call,
+// allocates once.
 // Every buffer is a Buffer<T> in the op table's memory; the host-side work (token checks, the
 // initial weights, the loss sum) runs on the host and moves data through it explicitly (uploads
 // of tokens and initial weights, a read-back of the per-position losses).
 // Invariant: the family's constructor builds layout_ (head, then layout_blocks(), then the
-// embeddings) and then calls allocate_parameters() before anything reads params()/grads();
-// forward() and backward() are final: they wrap the family's forward_logits() and
-// backward_from_logits() in the checks, the loss and the cross-entropy head. Families take
-// every matrix gradient from weight_grad() and call routed_done() after its product, so that
+// embeddings), sets lm_head_w_, and then calls allocate_parameters() before anything reads
+// params()/grads(); forward(), eval_loss() and backward() are final: they wrap the family's
+// forward_hidden() and backward_from_hidden() in the checks and the LM head with its loss. Families
+// take every matrix gradient from weight_grad() and call routed_done() after its product, so that
 // routed gradients (route_block_weight_gradients()) go through the scratch. Families run every
 // product with a weight matrix through linear_forward() / linear_backward(), so that the
 // model's matmul dtype applies to all of them; with bf16 the mirror of the weights is
@@ -43,7 +53,7 @@ class DecoderModel : public Model {
   std::span<const float> grads() const final { return grads_.span(); }
   int max_batch() const final { return max_B_; }
   int max_seq() const final { return max_T_; }
-  const float* logits() const final { return logits_.data(); }
+  const float* logits() const final { return logits_.data(); }  // null before the first
   size_t readable_logits() const final {
     return logits_readable_ ? size_t(B_) * size_t(T_) * size_t(Vp_) : 0;
   }
@@ -62,9 +72,13 @@ class DecoderModel : public Model {
   size_t num_flop_params() const final;
 
   // Forward pass on tokens (B,T). With targets (B,T) it returns the mean cross-entropy over
-  // the B*T positions and prepares backward(); without targets it leaves the logits (B,T,Vp)
-  // readable through logits() and returns 0. Throws on out-of-range tokens or shapes.
+  // the B*T positions and prepares backward() (the LM head's gradients are made here, chunk by
+  // chunk); without targets it leaves the logits (B,T,Vp) readable through logits() and
+  // returns 0. Throws on out-of-range tokens or shapes.
   float forward(const int32_t* tokens, const int32_t* targets, int B, int T) final;
+  // The same mean cross-entropy as forward() with targets, with no gradient work: the chunks'
+  // logits become losses only, and backward() is not prepared.
+  float eval_loss(const int32_t* tokens, const int32_t* targets, int B, int T) final;
 
   // Accumulates d(grad_scale * loss)/d(params) into grads() (+=). Requires a forward with
   // targets. hook (optional) sees every range of final gradients in buffer order.
@@ -73,14 +87,16 @@ class DecoderModel : public Model {
 
   void route_block_weight_gradients(RoutedGradientHook on_ready) final;
 
-  // bf16 products run in row chunks of at most elems / max(C, OC) rows (at least one), so that
-  // their rounded copies stay bounded whatever the vocabulary (the LM head's dout is N x Vp);
-  // 2^26 elements by default. Resizes the scratch. For tests that exercise the chunks.
+  // The LM head with its cross-entropy, and every bf16 product, run in row chunks of at most
+  // elems / max(C, OC) rows (at least one), so that a chunk's logits and the products' rounded
+  // copies stay bounded whatever the vocabulary; 2^26 elements by default. Resizes the chunk
+  // buffers. For tests that exercise the chunks.
   void set_linear_chunk_elems(size_t elems);
 
  protected:
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
-  // the buffers whose size does not depend on the family: tokens, targets, logits, losses.
+  // the buffers whose size does not depend on the family: tokens, targets, losses, the LM
+  // head's chunk.
   DecoderModel(const ModelConfig& config, ModelFamily family, int max_batch, int max_seq,
                const kernels::OpTable& ops, kernels::MatmulDtype matmul_dtype);
 
@@ -90,7 +106,7 @@ class DecoderModel : public Model {
   // added after is the embeddings (embeddings_ready()).
   void layout_blocks(const std::function<void(int l, const std::string& prefix)>& add_block);
   // Allocates params_ and grads_ (zero) for the finished layout_, and with bf16 products the
-  // bf16 mirror of params_.
+  // bf16 mirror of params_. Checks that lm_head_w_ is the offset of a (Vp, C) view.
   void allocate_parameters();
   // With bf16 products: sizes their scratch for products of these (C, OC) shapes at
   // max_batch x max_seq rows (the family's every product: fused ones span several views).
@@ -124,30 +140,33 @@ class DecoderModel : public Model {
   int max_B_, max_T_;
   int C_, L_, V_, Vp_;  // d_model, n_layer, vocab_size, padded_vocab_resolved()
   ParamLayout layout_;
+  // Offset of the LM head's (Vp, C) matrix (GPT-2: wte, tied); the family sets it.
+  size_t lm_head_w_ = SIZE_MAX;
   Buffer<float> params_, grads_;  // in the op table's memory, as every buffer below
   kernels::MatmulDtype matmul_dtype_;
   Buffer<uint16_t> params_bf16_;          // bf16 products: params_ rounded, at the same offsets
   Buffer<unsigned char> linear_scratch_;  // bf16 products: the ops' scratch
   std::vector<std::pair<int, int>> linear_shapes_;  // (C, OC) of every product (reserve_linear)
   size_t linear_chunk_elems_ = size_t{1} << 26;
-  int linear_rows(int C, int OC) const;  // rows per bf16 product call
+  int linear_rows(int C, int OC) const;  // rows per bf16 product call and per LM-head chunk
   void size_linear_scratch();            // for linear_shapes_ at linear_rows() rows each
 
   // The batch of the last forward (buffers sized for max_B_ x max_T_).
   int B_ = 0, T_ = 0;
-  bool have_targets_ = false;
+  bool backward_ready_ = false;       // backward() is prepared
   bool logits_readable_ = false;      // the last forward had no targets
   Buffer<int32_t> tokens_, targets_;  // (B,T)
-  Buffer<float> logits_, losses_;     // (B,T,Vp): logits, then probabilities, then dlogits
-                                      // (B,T): per-position cross-entropy
+  Buffer<float> losses_;              // (B,T): per-position cross-entropy
   HostBuffer<float> losses_host_;     // (B,T): losses_ read back (device memory only)
 
  private:
-  // The family's hand-written passes. forward_logits: from the tokens_ of the batch (B,T) to
-  // the logits_ (B,T,Vp). backward_from_logits: from dlogits (in place of logits_) to grads_
-  // (+=), reporting final ranges through the helpers above.
-  virtual void forward_logits(int B, int T) = 0;
-  virtual void backward_from_logits(float* dlogits, const GradReadyHook& hook) = 0;
+  // The family's hand-written passes. forward_hidden: from the tokens_ of the batch (B,T) to
+  // the final norm's output (B,T,C), the LM head's input, which it returns (it must stay
+  // valid until the next forward). backward_from_hidden: from its gradient dhidden (B,T,C) to
+  // grads_ (+=), reporting final ranges through the helpers above (the head's range after the
+  // final norm's gradients; the LM head's matrix gradient is in grads_ by then).
+  virtual const float* forward_hidden(int B, int T) = 0;
+  virtual void backward_from_hidden(const float* dhidden, const GradReadyHook& hook) = 0;
 
   const ModelFamilyInfo& family_;  // the family's row of the family table
   struct Range {
@@ -162,19 +181,27 @@ class DecoderModel : public Model {
   size_t pending_begin_ = 0, pending_end_ = 0;  // flat range in the scratch; empty: none
   void zero_unrouted_grads();
 
+  // The LM head and its cross-entropy (see the top of this file).
+  Buffer<float> head_chunk_;  // (rows, Vp): one chunk's logits, then probabilities or dlogits
+  Buffer<float> dhidden_;     // (B,T,C): d(mean loss)/d(hidden), scaled in backward()
+  Buffer<float> head_grad_;   // (Vp,C): d(mean loss)/d(head matrix), added in backward()
+  Buffer<float> logits_;      // (B,max_seq,Vp) of a forward without targets
+  int head_rows() const { return linear_rows(C_, Vp_); }
+  void size_head_chunk();
+
   // The steps of forward() and backward() around the family's passes.
   // Forward prologue: checks the shape against the allocation and every token (and target)
-  // against the vocabulary, copies them into tokens_/targets_ and records B_, T_ and whether
-  // backward() is prepared.
+  // against the vocabulary, copies them into tokens_/targets_ and records B_ and T_.
   void begin_forward(const int32_t* tokens, const int32_t* targets, int B, int T);
-  // Forward tail with targets: softmax of logits_ in place (logits_ holds probabilities from
-  // here on), per-position cross-entropy, and their mean over the N = B_*T_ positions.
-  float mean_loss();
-  // Backward head: requires a forward with targets; overwrites the probabilities in logits_
-  // with d(grad_scale * mean loss)/d(logits) and returns them.
-  float* begin_backward(float grad_scale);
-  // Backward tail: the probabilities are gone, so a new forward with targets is needed.
-  void end_backward() { have_targets_ = false; }
+  // begin_forward(), the bf16 mirror of the weights refreshed, then the family's forward up to
+  // the hidden state, which it returns; backward() is no longer prepared.
+  const float* forward_to_hidden(const int32_t* tokens, const int32_t* targets, int B, int T);
+  // The LM head over `hidden` in row chunks: each chunk's logits and per-position losses;
+  // with_gradients, in the same op d(mean loss)/d(logits), and its products into dhidden_ and
+  // head_grad_. Returns the mean loss over the N = B_*T_ positions.
+  float head_loss(const float* hidden, bool with_gradients);
+  // The LM head over `hidden` into logits_ (B_,T_,Vp), grown to fit.
+  void head_logits(const float* hidden);
   void check_tokens(const int32_t* tokens, const int32_t* targets, int n) const;
 };
 

@@ -83,9 +83,10 @@ void Gpt2::build_layout() {
   });
   wpe_ = layout_.add("wpe", {cfg_.max_seq_len, C}, K::PARAM_KIND_EMBEDDING);
   wte_ = layout_.add("wte", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
+  lm_head_w_ = wte_;  // tied
 }
 
-void Gpt2::forward_logits(int B, int T) {
+const float* Gpt2::forward_hidden(int B, int T) {
   const int N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
   const size_t saved_stride = ops_.attention_saved_size(B, T, NH_);
@@ -121,20 +122,17 @@ void Gpt2::forward_logits(int B, int T) {
   const float* last = residual3_.data() + (L_ - 1) * BTC;
   ops_.layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), last, p + lnfw_,
                          p + lnfb_, N, C_);
-  linear_forward(logits_.data(), lnf_.data(), wte_, nullptr, N, C_, Vp_);
+  return lnf_.data();
 }
 
-void Gpt2::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
+void Gpt2::backward_from_hidden(const float* dlnf, const GradReadyHook& hook) {
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N;
   const size_t saved_stride = ops_.attention_saved_size(B, T, NH_);
   const float* p = params_.data();
   float* g = grads_.data();
 
-  // LM head (tied to wte) and final LayerNorm.
-  float* dlnf = dbt_c_.data();
-  zero(dlnf, BTC);
-  linear_backward(dlnf, g + wte_, nullptr, dlogits, lnf_.data(), wte_, N, C_, Vp_);
+  // Final LayerNorm (the LM head, tied to wte, is DecoderModel's).
   float* dres = dresidual_.data();
   zero(dres, BTC);
   ops_.layernorm_backward(dres, g + lnfw_, g + lnfb_, dlnf, residual3_.data() + (L_ - 1) * BTC,

@@ -7,7 +7,7 @@
 // All activation memory is allocated once at construction for (max_batch, max_seq).
 // forward(), backward(), init_weights() and num_flop_params() live in DecoderModel with the
 // buffers, checks and loss shared with the other families; forward() and backward() call the
-// hand-written forward_logits() and backward_from_logits() here, the other two read the
+// hand-written forward_hidden() and backward_from_hidden() here, the other two read the
 // family's row of the family table (family.h).
 #pragma once
 
@@ -31,8 +31,8 @@ class Gpt2 final : public DecoderModel {
   static void validate_config(const ModelConfig& config, const std::string& path);
 
  private:
-  void forward_logits(int B, int T) override;
-  void backward_from_logits(float* dlogits, const GradReadyHook& hook) override;
+  const float* forward_hidden(int B, int T) override;
+  void backward_from_hidden(const float* dhidden, const GradReadyHook& hook) override;
 
   struct LayerOffsets {
     size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;

@@ -59,6 +59,7 @@ void Llama::build_layout() {
   const int64_t C = C_, F = F_, Q = int64_t(NH_) * hs_, KV = int64_t(NKV_) * hs_;
   // Embeddings (wte, lm_head) are not decayed, as GPT-2's are not: PARAM_KIND_EMBEDDING.
   lm_head_ = layout_.add("lm_head.weight", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
+  lm_head_w_ = lm_head_;
   norm_f_ = layout_.add("norm_f.weight", {C}, K::PARAM_KIND_NORM);
   layers_.resize(L_);
   layout_blocks([&](int l, const std::string& p) {
@@ -76,7 +77,7 @@ void Llama::build_layout() {
   wte_ = layout_.add("wte", {Vp_, C}, K::PARAM_KIND_EMBEDDING);
 }
 
-void Llama::forward_logits(int B, int T) {
+const float* Llama::forward_hidden(int B, int T) {
   const int N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
@@ -114,10 +115,10 @@ void Llama::forward_logits(int B, int T) {
   }
   const float* last = residual3_.data() + (L_ - 1) * BTC;
   ops_.rmsnorm_forward(norm_f_out_.data(), norm_f_rstd_.data(), last, p + norm_f_, N, C_, eps);
-  linear_forward(logits_.data(), norm_f_out_.data(), lm_head_, nullptr, N, C_, Vp_);
+  return norm_f_out_.data();
 }
 
-void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
+void Llama::backward_from_hidden(const float* dnorm_f, const GradReadyHook& hook) {
   const int B = B_, T = T_, N = B * T;
   const size_t C = C_, BTC = size_t(N) * C, BT = N, BTF = size_t(N) * F_;
   const size_t BTQKV = size_t(N) * QKV_;
@@ -126,11 +127,7 @@ void Llama::backward_from_logits(float* dlogits, const GradReadyHook& hook) {
   const float* p = params_.data();
   float* g = grads_.data();
 
-  // LM head and final RMSNorm.
-  float* dnorm_f = dbt_c_.data();
-  zero(dnorm_f, BTC);
-  linear_backward(dnorm_f, g + lm_head_, nullptr, dlogits, norm_f_out_.data(), lm_head_, N, C_,
-                  Vp_);
+  // Final RMSNorm (the LM head is DecoderModel's).
   float* dres = dresidual_.data();
   zero(dres, BTC);
   ops_.rmsnorm_backward(dres, g + norm_f_, dnorm_f, residual3_.data() + (L_ - 1) * BTC, p + norm_f_,

@@ -41,11 +41,14 @@ class Model {
   // Forward on tokens (B,T). With targets (B,T): returns the mean cross-entropy and prepares
   // backward(). Without: leaves logits (B,T,Vp) readable through logits() and returns 0.
   virtual float forward(const int32_t* tokens, const int32_t* targets, int B, int T) = 0;
+  // The mean cross-entropy of tokens (B,T) against targets (B,T), preparing nothing for
+  // backward(): evaluation's forward, which does no gradient work.
+  virtual float eval_loss(const int32_t* tokens, const int32_t* targets, int B, int T) = 0;
   virtual const float* logits() const = 0;
   // Copies logits() elements [offset, offset + out.size()) to host memory: the explicit read
   // every backend supports (a plain copy on the CPU). Only after a forward without targets,
-  // whose (B, T, Vp) rows it indexes; throws outside them (a forward with targets leaves
-  // probabilities there, a backward gradients).
+  // whose (B, T, Vp) rows it indexes; throws outside them (a forward with targets keeps no
+  // logits: its LM head runs in row chunks with the loss).
   void copy_logits_to(size_t offset, std::span<float> out) const;
   // Elements of logits() the last forward left as logits: B * T * Vp after a forward without
   // targets, else 0.

@@ -230,6 +230,15 @@ inline void crossentropy_backward(float* dlogits, const float* probs, const int3
   k::crossentropy_backward(s(dlogits, nv), s(probs, nv), s(targets, N), scale, N, V, Vp);
   s.finish();
 }
+inline void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                          const int32_t* targets, float scale, int N, int V,
+                                          int Vp) {
+  Stager s("crossentropy_forward_backward");
+  const size_t nv = size_t(N) * Vp;
+  k::crossentropy_forward_backward(s(losses, N), s(dlogits, nv), s(logits, nv), s(targets, N),
+                                   scale, N, V, Vp);
+  s.finish();
+}
 inline void adamw_update(float* param, const float* grad, float* m, float* v, size_t n,
                          const kernels::AdamStep& hp) {
   Stager s("adamw_update");
@@ -508,6 +517,7 @@ inline kernels::OpTable cuda_staged_ops() {
   t.attention_scratch_size = kernels::cuda::attention_scratch_size;
   t.crossentropy_forward = staged::crossentropy_forward;
   t.crossentropy_backward = staged::crossentropy_backward;
+  t.crossentropy_forward_backward = staged::crossentropy_forward_backward;
   t.adamw_update = staged::adamw_update;
   t.adams_update = staged::adams_update;
   t.adamw_update_blocks = staged::adamw_update_blocks;

@@ -194,16 +194,24 @@ class GeluCase : public OpCase {
   bool in_place_;
 };
 
+// crossentropy_forward then crossentropy_backward; or, fused, crossentropy_forward_backward,
+// whose forward makes the losses and the dlogits at once (an output of its own, which the
+// backward hands over as the gradient; "in place" is then dlogits over logits).
 class CrossEntropyCase : public OpCase {
  public:
-  CrossEntropyCase(int N, int V, int Vp, bool fwd_in_place, bool bwd_in_place)
-      : N_(N), V_(V), Vp_(Vp), fwd_in_place_(fwd_in_place), bwd_in_place_(bwd_in_place) {}
+  CrossEntropyCase(int N, int V, int Vp, bool fwd_in_place, bool bwd_in_place, bool fused = false)
+      : N_(N),
+        V_(V),
+        Vp_(Vp),
+        fwd_in_place_(fwd_in_place),
+        bwd_in_place_(bwd_in_place),
+        fused_(fused) {}
   std::string name() const override {
-    return dims("crossentropy", {{"N", N_},
-                                 {"V", V_},
-                                 {"Vp", Vp_},
-                                 {"fwdinplace", fwd_in_place_},
-                                 {"bwdinplace", bwd_in_place_}});
+    return dims(fused_ ? "crossentropy_fused" : "crossentropy", {{"N", N_},
+                                                                 {"V", V_},
+                                                                 {"Vp", Vp_},
+                                                                 {"fwdinplace", fwd_in_place_},
+                                                                 {"bwdinplace", bwd_in_place_}});
   }
   void build(Rng& rng) override {
     auto& x = add_input("logits", size_t(N_) * Vp_, true, /*grad_assigned=*/true);
@@ -216,7 +224,7 @@ class CrossEntropyCase : public OpCase {
     targets_.back() = V_ - 1;
     scale_ = 1.75 / N_;
     add_output("losses", N_, std::vector<double>(N_, scale_));  // L = scale * sum_i losses_i
-    add_output("probs", size_t(N_) * Vp_, nullptr);
+    add_output(fused_ ? "dlogits" : "probs", size_t(N_) * Vp_, nullptr);
   }
   // Most gradients here are probabilities times scale, ~1e-5, so the default atol would check
   // nothing. The FD rounding noise is ~|L| eps / 2h ~ 20 * 1e-16 / 2e-5 = 1e-10 (measured
@@ -242,6 +250,14 @@ class CrossEntropyCase : public OpCase {
  private:
   template <class T>
   void fwd(const Ops<T>& ops, Run<T>& r) {
+    if (fused_) {
+      T* dlogits = r.out[1].data();
+      const T* logits = r.in[0].data();
+      if (fwd_in_place_) std::copy_n(logits, size_t(N_) * Vp_, dlogits), logits = dlogits;
+      ops.crossentropy_forward_backward(r.out[0].data(), dlogits, logits, targets_.data(),
+                                        static_cast<T>(scale_), N_, V_, Vp_);
+      return;
+    }
     T* probs = r.out[1].data();
     if (fwd_in_place_) {
       std::copy_n(r.in[0].data(), size_t(N_) * Vp_, probs);
@@ -254,6 +270,10 @@ class CrossEntropyCase : public OpCase {
   template <class T>
   void bwd(const Ops<T>& ops, Run<T>& r) {
     T* dlogits = r.grad[0].data();
+    if (fused_) {  // the forward's dlogits
+      std::copy_n(r.out[1].data(), size_t(N_) * Vp_, dlogits);
+      return;
+    }
     const T* probs = r.out[1].data();
     if (bwd_in_place_) {
       std::copy_n(probs, size_t(N_) * Vp_, dlogits);
@@ -261,10 +281,12 @@ class CrossEntropyCase : public OpCase {
     }
     ops.crossentropy_backward(dlogits, probs, targets_.data(), static_cast<T>(scale_), N_, V_, Vp_);
   }
+  // Padded columns 0; rows of probs sum to 1 (fused: rows of dlogits, scale (p - onehot), to 0).
   template <class T>
   void chk(const Run<T>& r) const {
     size_t pad_nonzero = 0, bad_rows = 0;
     const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+    const double want = fused_ ? 0.0 : 1.0, unit = fused_ ? scale_ : 1.0;
     for (int i = 0; i < N_; ++i) {
       double sum = 0;
       for (int j = 0; j < Vp_; ++j) {
@@ -272,13 +294,15 @@ class CrossEntropyCase : public OpCase {
         if (j >= V_) pad_nonzero += (r.out[1][k] != T(0)) + (r.grad[0][k] != T(0));
         sum += r.out[1][k];
       }
-      bad_rows += std::fabs(sum - 1.0) > tol;
+      bad_rows += !(std::fabs(sum / unit - want) <= tol);
     }
     EXPECT_EQ(pad_nonzero, 0u) << name() << ": padded columns must get probs 0 and dlogits 0";
-    EXPECT_EQ(bad_rows, 0u) << name() << ": probs rows must sum to 1";
+    EXPECT_EQ(bad_rows, 0u) << name()
+                            << (fused_ ? ": dlogits rows must sum to 0"
+                                       : ": probs rows must sum to 1");
   }
   int N_, V_, Vp_;
-  bool fwd_in_place_, bwd_in_place_;
+  bool fwd_in_place_, bwd_in_place_, fused_;
   double scale_ = 1.0;
   std::vector<int32_t> targets_;
 };
@@ -330,6 +354,12 @@ inline std::vector<CaseEntry> all_cases() {
   v.push_back(entry<CrossEntropyCase>(7, 5, 5, true, true));
   v.push_back(entry<CrossEntropyCase>(2, 50257, 50304, false, false));
   v.push_back(entry<CrossEntropyCase>(1, 50257, 50304, true, true));
+  // fused: (N, V, Vp, dlogits over logits).
+  v.push_back(entry<CrossEntropyCase>(1, 1, 8, false, false, true));
+  v.push_back(entry<CrossEntropyCase>(3, 37, 48, false, false, true));
+  v.push_back(entry<CrossEntropyCase>(3, 37, 48, true, false, true));
+  v.push_back(entry<CrossEntropyCase>(7, 5, 5, true, false, true));
+  v.push_back(entry<CrossEntropyCase>(2, 50257, 50304, true, false, true));
   return v;
 }
 

@@ -251,6 +251,7 @@ inline const kernels::OpTable& guarded_device_ops() {
     GOSSAMER_GUARD(from_bf16);
     GOSSAMER_GUARD(crossentropy_forward);
     GOSSAMER_GUARD(crossentropy_backward);
+    GOSSAMER_GUARD(crossentropy_forward_backward);
     GOSSAMER_GUARD(adamw_update);
     GOSSAMER_GUARD(adamw_update_blocks);
     GOSSAMER_GUARD(adams_update);

@@ -301,7 +301,7 @@ TEST_P(ModelFamilyTest, OutOfRangeTokensShapesAndEarlyBackwardAreRejected) {
   EXPECT_THROW(m->backward(1.0f), Error);  // a forward without targets does not prepare it
   m->forward(tok.data(), tgt.data(), 1, 4);
   m->backward(1.0f);
-  EXPECT_THROW(m->backward(1.0f), Error);  // the probabilities were overwritten
+  EXPECT_THROW(m->backward(1.0f), Error);  // the forward's head gradients are spent
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelFamilyTest, ::testing::ValuesIn(kCases),

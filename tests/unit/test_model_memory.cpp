@@ -141,7 +141,7 @@ TEST(ModelMemory, RoutedGradientsReachTheHookInTheModelsMemory) {
 }
 
 // copy_logits_to reads only what the last forward left as logits: the rows of a forward without
-// targets, nothing after a forward with targets (probabilities) or a backward (gradients).
+// targets, nothing after a forward with targets (its LM head keeps no logits) or a backward.
 TEST(ModelMemory, LogitsAreReadableOnlyAsTheLastForwardLeftThem) {
   model::ModelConfig cfg;
   cfg.n_layer = 1, cfg.n_head = 2, cfg.d_model = 16, cfg.vocab_size = 61, cfg.max_seq_len = 8;
@@ -156,10 +156,10 @@ TEST(ModelMemory, LogitsAreReadableOnlyAsTheLastForwardLeftThem) {
   EXPECT_EQ(std::memcmp(row.data(), m->logits() + 2 * Vp, Vp * sizeof(float)), 0);
   EXPECT_THROW(m->copy_logits_to(3 * Vp, row), Error) << "past the last forward's rows";
   m->forward(tokens.data(), targets.data(), 2, 8);
-  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "probabilities after a forward with targets";
+  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "no logits after a forward with targets";
   m->zero_grad();
   m->backward(1.0f);
-  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "gradients after backward";
+  EXPECT_THROW(m->copy_logits_to(0, row), Error) << "none after backward";
   m->forward(tokens.data(), nullptr, 2, 8);
   m->copy_logits_to(15 * Vp, row);  // the last row of a full batch
 }
