@@ -384,6 +384,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
   const size_t rows = size_t(B) * NH * T;
   if (rows == 0) return;
   const Shape S = make_shape(B, T, C, NH, NKV);
+  dims_per_lane(S.hs);  // a head size above the limit throws before anything is launched
   const unsigned warps = kThreads / 32;
   attention_row_dot_kernel<<<unsigned((rows + warps - 1) / warps), kThreads, 0, stream()>>>(
       scratch, dout, out, S);

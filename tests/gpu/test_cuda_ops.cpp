@@ -216,6 +216,14 @@ TEST(CudaAttention, RefusesHeadsAbove256) {
   } catch (const gossamer::Error& e) {
     EXPECT_NE(std::string(e.what()).find("head size 257"), std::string::npos) << e.what();
   }
+  try {  // the backward too, before its first kernel (which would fault on these pointers)
+    gossamer::kernels::cuda::attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                nullptr, B, T, C, NH, NH);
+    ADD_FAILURE() << "head size 257 accepted by the backward";
+  } catch (const gossamer::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head size 257"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // nothing was launched on those pointers
 }
 
 // Piece-wise moves (staged) against the CPU table, bit for bit: 1, 300 and 70001 runs (past
