@@ -22,6 +22,15 @@ namespace {
 
 constexpr int kSumBlock = 512;
 
+// max of x[0..V).
+template <class T>
+T row_max(const T* x, int V) {
+  T mx = -std::numeric_limits<T>::infinity();
+#pragma omp simd simdlen(kVecLanes <T>) reduction(max : mx)
+  for (int j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;
+  return mx;
+}
+
 // p[j] = exp(x[j] - mx) for j < V; returns the sum. p may alias x.
 // Sums blocks of kSumBlock in T (vectorised; GCC 12 does not vectorise a double accumulator
 // over float terms in an `omp simd` loop) and adds the block sums in double.
@@ -52,9 +61,7 @@ void crossentropy_forward(T* losses, T* probs, const T* logits, const int32_t* t
     const T* x = logits + static_cast<size_t>(i) * Vp;  // may alias p: same-index access only
     T* p = probs + static_cast<size_t>(i) * Vp;
     const T x_target = x[targets[i]];
-    T mx = -std::numeric_limits<T>::infinity();
-#pragma omp simd simdlen(kVecLanes <T>) reduction(max : mx)
-    for (int j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;
+    const T mx = row_max(x, V);
     const double sum = exp_row(p, x, mx, V);
     const T inv = static_cast<T>(1.0 / sum);
 #pragma omp simd simdlen(kVecLanes <T>)
@@ -80,10 +87,6 @@ void crossentropy_backward(T* dlogits, const T* probs, const int32_t* targets, T
   }
 }
 
-template void crossentropy_forward<float>(float*, float*, const float*, const int32_t*, int, int,
-                                          int);
-template void crossentropy_forward<double>(double*, double*, const double*, const int32_t*, int,
-                                           int, int);
 template <class T>
 void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const int32_t* targets,
                                    T scale, int N, int V, int Vp) {
@@ -93,9 +96,7 @@ void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const
     T* d = dlogits + static_cast<size_t>(i) * Vp;
     const int target = targets[i];
     const T x_target = x[target];
-    T mx = -std::numeric_limits<T>::infinity();
-#pragma omp simd simdlen(kVecLanes <T>) reduction(max : mx)
-    for (int j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;
+    const T mx = row_max(x, V);
     const double sum = exp_row(d, x, mx, V);  // d holds exp(x - mx) from here
     const T inv = static_cast<T>(1.0 / sum);
     // The probability as crossentropy_forward stores it: d * inv rounded once. As fma(d, inv, 0)
@@ -109,6 +110,10 @@ void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const
   }
 }
 
+template void crossentropy_forward<float>(float*, float*, const float*, const int32_t*, int, int,
+                                          int);
+template void crossentropy_forward<double>(double*, double*, const double*, const int32_t*, int,
+                                           int, int);
 template void crossentropy_backward<float>(float*, const float*, const int32_t*, float, int, int,
                                            int);
 template void crossentropy_backward<double>(double*, const double*, const int32_t*, double, int,

@@ -22,8 +22,10 @@
 #include "model/host_params.h"
 #include "model/model.h"
 #include "op_test_harness.h"
+#include "test_util.h"
 
 using namespace gossamer;
+using gossamer::testing::relative_distance;
 using op_test::Guarded;
 
 namespace {
@@ -201,13 +203,6 @@ Pass forward_backward(model::Model& m, const std::vector<int32_t>& tok,
   p.grads.resize(m.grads().size());
   m.memory().download(p.grads.data(), m.grads().data(), p.grads.size() * sizeof(float));
   return p;
-}
-
-double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    d += (double(a[i]) - b[i]) * (a[i] - b[i]), n += double(b[i]) * b[i];
-  return std::sqrt(d / n);
 }
 
 void scale_params(model::Model& m, float s) {

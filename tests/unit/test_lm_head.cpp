@@ -21,8 +21,10 @@
 #include "kernels/ops.h"
 #include "model/decoder_model.h"
 #include "model/model.h"
+#include "test_util.h"
 
 using namespace gossamer;
+using gossamer::testing::relative_distance;
 
 namespace {
 
@@ -63,13 +65,6 @@ Pass train_pass(model::Model& m, const std::vector<int32_t>& tok, const std::vec
   m.backward(grad_scale);
   p.grads = grads_of(m);
   return p;
-}
-
-double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    d += (double(a[i]) - b[i]) * (a[i] - b[i]), n += double(b[i]) * b[i];
-  return std::sqrt(d / n);
 }
 
 }  // namespace

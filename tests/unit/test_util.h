@@ -1,11 +1,13 @@
 // Helpers shared by the unit tests: a temporary directory removed at scope exit, a check that
 // a call throws gossamer::Error with a message containing given parts, the message of the
-// error a call throws, and the temporary files an atomic write may have left in a directory.
+// error a call throws, the temporary files an atomic write may have left in a directory, and
+// the relative distance of two vectors.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -74,6 +76,14 @@ inline std::vector<std::string> temporaries_in(const std::string& dir) {
     if (name.find(".tmp") != std::string::npos) out.push_back(name);
   }
   return out;
+}
+
+// |a - b| / |b| (Euclidean norms, summed in double): how far a is from b, relative to b.
+inline double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    d += (double(a[i]) - b[i]) * (a[i] - b[i]), n += double(b[i]) * b[i];
+  return std::sqrt(d / n);
 }
 
 }  // namespace gossamer::testing
