@@ -86,7 +86,7 @@ void DecoderModel::set_linear_chunk_elems(size_t elems) {
 
 void DecoderModel::size_head_chunk() {
   head_chunk_ = Buffer<float>();  // the old one goes before the new one comes
-  head_chunk_ = Buffer<float>(size_t(head_rows()) * Vp_, *ops_.memory);
+  head_chunk_ = Buffer<float>(size_t(head_chunk_rows()) * Vp_, *ops_.memory);
 }
 
 void DecoderModel::size_linear_scratch() {
@@ -308,7 +308,7 @@ void DecoderModel::backward(float grad_scale, const GradReadyHook& hook) {
 }
 
 float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
-  const int N = B_ * T_, R = head_rows();
+  const int N = B_ * T_, R = head_chunk_rows();
   if (with_gradients) {
     if (head_grad_.size() == 0) {  // the first forward with targets
       dhidden_ = Buffer<float>(size_t(max_B_) * max_T_ * C_, *ops_.memory);

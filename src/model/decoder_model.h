@@ -92,6 +92,7 @@ class DecoderModel : public Model {
   // copies stay bounded whatever the vocabulary; 2^26 elements by default. Resizes the chunk
   // buffers. For tests that exercise the chunks.
   void set_linear_chunk_elems(size_t elems);
+  int head_chunk_rows() const final { return linear_rows(C_, Vp_); }
 
  protected:
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
@@ -186,7 +187,6 @@ class DecoderModel : public Model {
   Buffer<float> dhidden_;     // (B,T,C): d(mean loss)/d(hidden), scaled in backward()
   Buffer<float> head_grad_;   // (Vp,C): d(mean loss)/d(head matrix), added in backward()
   Buffer<float> logits_;      // (B,max_seq,Vp) of a forward without targets
-  int head_rows() const { return linear_rows(C_, Vp_); }
   void size_head_chunk();
 
   // The steps of forward() and backward() around the family's passes.

@@ -60,6 +60,10 @@ class Model {
   virtual void backward(float grad_scale, const GradReadyHook& hook) = 0;
   void backward(float grad_scale) { backward(grad_scale, {}); }
 
+  // Rows per chunk of the LM head, which a forward with targets runs with the loss: of the
+  // logits, it keeps one chunk (rows, Vp) at a time, never all (B, T, Vp).
+  virtual int head_chunk_rows() const = 0;
+
   // Parameters counted by the FLOP estimate (all but position embeddings and padding rows).
   virtual size_t num_flop_params() const = 0;
 

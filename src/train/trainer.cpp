@@ -336,6 +336,11 @@ void TrainingRun::log_setup() const {
       "(padded %d); matrix products in %s",
       model::family_name(mc.family), m.layout().total(), m.layout().total() / 1e6, mc.n_layer,
       mc.d_model, mc.n_head, mc.vocab_size, mc.padded_vocab_resolved(), products.c_str());
+  const int positions = B_ * T_, rows = m.head_chunk_rows();
+  log_info(
+      "model: LM head run with the cross-entropy in row chunks, %d positions per micro-batch in "
+      "%d chunk(s) of up to %d rows: no (B, T, Vp) logits kept",
+      positions, (positions + rows - 1) / rows, rows);
   log_info(
       "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
       "tokens per step",

@@ -1,12 +1,15 @@
 # configs/test/gpt2-tiny.json trains on the default corpus, its validation loss clearly falls,
 # and the run directory holds the resolved config, metrics with the documented fields, a
-# complete checkpoint; generate samples from it.
+# complete checkpoint; the log says how the LM head's loss is chunked; generate samples from it.
 source "$(dirname "$0")/lib.sh"
 require_data
 RUN="$WORK/run"
 "$GOSSAMER" train -c configs/test/gpt2-tiny.json --out "$RUN" >"$WORK/log" 2>&1 || { cat "$WORK/log"; fail "train exited non-zero"; finish; }
 [[ -f "$RUN/config.json" ]] && pass "config.json written" || fail "no config.json"
 grep -q '"out_dir"' "$RUN/config.json" && pass "resolved config has defaults" || fail "config.json not resolved"
+# B 4 x T 64 positions, 50304 padded columns: one chunk (2^26 / 50304 = 1334 rows, at most 256).
+grep -q 'LM head run with the cross-entropy in row chunks, 256 positions per micro-batch in 1 chunk(s) of up to 256 rows' "$WORK/log" \
+  && pass "the log gives the LM head's chunks" || fail "no LM head chunks in the log: $(grep -o 'LM head.*' "$WORK/log")"
 v0=$(json_field "$RUN/metrics.jsonl" 0 val_loss)
 v1=$(json_field "$RUN/metrics.jsonl" 120 val_loss)
 echo "val loss: $v0 -> $v1"
