@@ -85,8 +85,8 @@ void DecoderModel::set_linear_chunk_elems(size_t elems) {
 }
 
 void DecoderModel::size_head_chunk() {
-  head_chunk_ = Buffer<float>();  // the old one goes before the new one comes
-  head_chunk_ = Buffer<float>(size_t(head_chunk_rows()) * Vp_, *ops_.memory);
+  head_out_ = Buffer<float>();  // the old one goes before the new one comes
+  head_out_ = Buffer<float>(size_t(head_chunk_rows()) * Vp_, *ops_.memory);
 }
 
 void DecoderModel::size_linear_scratch() {
@@ -317,7 +317,7 @@ float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
     zero(dhidden_.data(), size_t(N) * C_);
     zero(head_grad_.data(), head_grad_.size());
   }
-  float* chunk = head_chunk_.data();
+  float* chunk = head_out_.data();  // at least one chunk of rows
   for (int r = 0; r < N; r += R) {
     const int n = std::min(R, N - r);
     const float* h = hidden + size_t(r) * C_;
@@ -343,11 +343,11 @@ float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
 }
 
 void DecoderModel::head_logits(const float* hidden) {
-  if (logits_.size() < size_t(B_) * T_ * Vp_) {  // room for B_ rows of max_T_ positions
-    logits_ = Buffer<float>();
-    logits_ = Buffer<float>(size_t(B_) * max_T_ * Vp_, *ops_.memory);
+  if (head_out_.size() < size_t(B_) * T_ * Vp_) {  // room for B_ rows of max_T_ positions
+    head_out_ = Buffer<float>();
+    head_out_ = Buffer<float>(size_t(B_) * max_T_ * Vp_, *ops_.memory);
   }
-  linear_forward(logits_.data(), hidden, lm_head_w_, nullptr, B_ * T_, C_, Vp_);
+  linear_forward(head_out_.data(), hidden, lm_head_w_, nullptr, B_ * T_, C_, Vp_);
 }
 
 }  // namespace gossamer::model

@@ -12,9 +12,10 @@
 // them by its grad_scale).
 // No (B,T,Vp) logits are kept for backward: one chunk of rows is (see linear_rows()). The two
 // gradients kept aside are made at the first forward with targets (a model that only evaluates
-// or samples has none), the full logits at the first forward without targets, for B rows of
-// max_seq positions (grown for a larger B): sampling, which lengthens T by one token per call,
-// allocates once.
+// or samples has none). A forward without targets writes its full logits into the same buffer
+// as the chunks, grown, when the chunk is smaller, to B rows of max_seq positions: sampling,
+// which lengthens T by one token per call, allocates at most once, and a model that both
+// trains and samples holds the larger of the two, not both.
 // Every buffer is a Buffer<T> in the op table's memory; the host-side work (token checks, the
 // initial weights, the loss sum) runs on the host and moves data through it explicitly (uploads
 // of tokens and initial weights, a read-back of the per-position losses).
@@ -53,7 +54,7 @@ class DecoderModel : public Model {
   std::span<const float> grads() const final { return grads_.span(); }
   int max_batch() const final { return max_B_; }
   int max_seq() const final { return max_T_; }
-  const float* logits() const final { return logits_.data(); }  // null before the first
+  const float* logits() const final { return head_out_.data(); }
   size_t readable_logits() const final {
     return logits_readable_ ? size_t(B_) * size_t(T_) * size_t(Vp_) : 0;
   }
@@ -183,10 +184,11 @@ class DecoderModel : public Model {
   void zero_unrouted_grads();
 
   // The LM head and its cross-entropy (see the top of this file).
-  Buffer<float> head_chunk_;  // (rows, Vp): one chunk's logits, then probabilities or dlogits
-  Buffer<float> dhidden_;     // (B,T,C): d(mean loss)/d(hidden), scaled in backward()
-  Buffer<float> head_grad_;   // (Vp,C): d(mean loss)/d(head matrix), added in backward()
-  Buffer<float> logits_;      // (B,max_seq,Vp) of a forward without targets
+  // One buffer for the head's output: a chunk (rows, Vp) of logits, then probabilities or
+  // dlogits; after a forward without targets, the logits (B,T,Vp), grown to B_ x max_seq rows.
+  Buffer<float> head_out_;
+  Buffer<float> dhidden_;    // (B,T,C): d(mean loss)/d(hidden), scaled in backward()
+  Buffer<float> head_grad_;  // (Vp,C): d(mean loss)/d(head matrix), added in backward()
   void size_head_chunk();
 
   // The steps of forward() and backward() around the family's passes.
@@ -200,7 +202,7 @@ class DecoderModel : public Model {
   // with_gradients, in the same op d(mean loss)/d(logits), and its products into dhidden_ and
   // head_grad_. Returns the mean loss over the N = B_*T_ positions.
   float head_loss(const float* hidden, bool with_gradients);
-  // The LM head over `hidden` into logits_ (B_,T_,Vp), grown to fit.
+  // The LM head over `hidden` into head_out_ (B_,T_,Vp), grown to fit.
   void head_logits(const float* hidden);
   void check_tokens(const int32_t* tokens, const int32_t* targets, int n) const;
 };

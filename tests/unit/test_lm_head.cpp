@@ -239,8 +239,9 @@ const MemoryOps kTallied{
 // A vocabulary of 50257 at B = 4, T = 32: the logits would be 25.8 MB, more than all the
 // model's memory with the head in chunks of 16 rows, before and after training. Evaluation
 // allocates nothing; the first training step allocates the head's two gradients, later steps
-// nothing; the first forward without targets makes the (B, max_seq, Vp) logits, and smaller
-// ones reuse them, as sampling does (one position more per call).
+// nothing; the first forward without targets grows the chunk's buffer to (B, max_seq, Vp)
+// logits in its place, and smaller ones reuse it, as sampling does (one position more per
+// call), as does training after it.
 TEST(LmHeadMemory, TrainingKeepsNoFullLogits) {
   kernels::OpTable ops = kernels::cpu_ops();
   ops.memory = &kTallied;
@@ -267,20 +268,24 @@ TEST(LmHeadMemory, TrainingKeepsNoFullLogits) {
         ASSERT_TRUE(std::isfinite(m->eval_loss(tok.data(), tgt.data(), B, T)));
         EXPECT_EQ(g_tally.allocs, allocs + 2) << "step " << step;
       }
-      const size_t trained_bytes = g_tally.live;
+      const size_t trained_bytes = g_tally.live, chunk_bytes = size_t(16) * Vp * sizeof(float);
       EXPECT_EQ(trained_bytes, model_bytes + (size_t(Vp) * C + size_t(B) * T * C) * sizeof(float));
       EXPECT_LT(trained_bytes, logits_bytes);
-      for (int t = 1; t <= T; ++t) m->forward(tok.data(), nullptr, 1, t);
-      EXPECT_EQ(g_tally.allocs, allocs + 3);
-      EXPECT_EQ(g_tally.live, trained_bytes + logits_bytes / B);
+      for (int t = 1; t <= T; ++t) m->forward(tok.data(), nullptr, 1, t);  // 16 rows: no growth
+      EXPECT_EQ(g_tally.allocs, allocs + 3);  // past 16 rows: T rows, in the chunk's place
+      EXPECT_EQ(g_tally.live, trained_bytes - chunk_bytes + logits_bytes / B);
       EXPECT_EQ(m->readable_logits(), size_t(T) * Vp);
       m->forward(tok.data(), nullptr, B, T);
       EXPECT_EQ(g_tally.allocs, allocs + 4);
-      EXPECT_EQ(g_tally.live, trained_bytes + logits_bytes);
+      EXPECT_EQ(g_tally.live, trained_bytes - chunk_bytes + logits_bytes);
       EXPECT_EQ(m->readable_logits(), size_t(B) * T * Vp);
       m->forward(tok.data(), nullptr, 2, 7);
-      EXPECT_EQ(g_tally.allocs, allocs + 4);
       EXPECT_EQ(m->readable_logits(), size_t(2) * 7 * Vp);
+      m->zero_grad();
+      m->forward(tok.data(), tgt.data(), B, T);
+      m->backward(1.0f);
+      EXPECT_EQ(g_tally.allocs, allocs + 4);
+      EXPECT_EQ(m->readable_logits(), 0u);
     }
     EXPECT_EQ(g_tally.live, 0u);
   }
