@@ -22,11 +22,17 @@ file(GLOB GOSSAMER_CPU_REFERENCE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/kernels/c
 list(FILTER GOSSAMER_CPU_REFERENCE EXCLUDE REGEX ".*/kernels/cpu/(gemm|cpu_setup)\\.cpp$")
 # src/core/buffer.cpp: host memory for kernels/cpu/memory.cpp; src/model: the model the CUDA
 # model test runs on both tables (it needs nothing but core and the op table);
-# src/optim/sparse_mask.cpp: the CPU top-k the CUDA one is checked against.
+# src/optim/sparse_mask.cpp: the CPU top-k the CUDA one is checked against; the zip codec
+# (src/comm/zip, less the communicator decorator and the policy) and dtype_size: the CPU codec
+# the CUDA one is checked against, and DeviceZipCodec, which drives the CUDA kernels.
 file(GLOB GOSSAMER_MODEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/model/*.cpp)
+set(GOSSAMER_ZIP_CODEC_SOURCES codec chunk_codec exponent_model crc32c zip_tables device_codec)
+list(TRANSFORM GOSSAMER_ZIP_CODEC_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/src/comm/zip/)
+list(TRANSFORM GOSSAMER_ZIP_CODEC_SOURCES APPEND .cpp)
 add_library(gossamer_gpu_only STATIC ${GOSSAMER_CPU_REFERENCE} ${GOSSAMER_MODEL_SOURCES}
             ${CMAKE_SOURCE_DIR}/src/core/error.cpp ${CMAKE_SOURCE_DIR}/src/core/buffer.cpp
-            ${CMAKE_SOURCE_DIR}/src/optim/sparse_mask.cpp)
+            ${CMAKE_SOURCE_DIR}/src/optim/sparse_mask.cpp ${GOSSAMER_ZIP_CODEC_SOURCES}
+            ${CMAKE_SOURCE_DIR}/src/comm/communicator.cpp)
 target_include_directories(gossamer_gpu_only PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kernels
                       OpenMP::OpenMP_CXX Threads::Threads)

@@ -3,14 +3,14 @@
 // larger of (bytes it must move / the device's memory bandwidth) and (FLOPs / the fp32 matmul
 // peak), both peaks measured in the same run (a 2 GiB device-to-device copy; an 8192^3 fp32
 // product through our cuBLASLt matmul). Also the Llama ops at the same sizes, SCAPE's
-// selection at 99% sparsity over the 124M parameters, and an op-sum estimate of one GPT-2 124M
-// training step (the measured op times added up; not a training run: no model on the device
-// yet, fp32, flash-style fp32 attention, docs/CUDA.md). Bytes are each op's minimal traffic (every
-// buffer read or written once, an accumulated "+=" buffer both read and written), FLOPs the
-// usual counts (matmul 2NCK, causal attention half of the full products). Median of 10 timed calls
-// after 2 warm-ups, CUDA events on the ops' stream. Without a GPU it prints SKIPPED and exits 0
-// (scripts/gpu-check.sh runs it). Usage: bench_cuda_ops [--quick]   (--quick: B = 2, for a first
-// look)
+// selection at 99% sparsity over the 124M parameters, the zip codec on 16M values, and an
+// op-sum estimate of one GPT-2 124M training step (the measured op times added up; not a
+// training run: no model on the device yet, fp32, flash-style fp32 attention, docs/CUDA.md).
+// Bytes are each op's minimal traffic (every buffer read or written once, an accumulated "+="
+// buffer both read and written), FLOPs the usual counts (matmul 2NCK, causal attention half of
+// the full products). Median of 10 timed calls after 2 warm-ups, CUDA events on the ops'
+// stream. Without a GPU it prints SKIPPED and exits 0 (scripts/gpu-check.sh runs it).
+// Usage: bench_cuda_ops [--quick]   (--quick: B = 2, for a first look)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/zip/device_codec.h"
 #include "core/rng.h"
 #include "kernels/adam_step.h"
 #include "kernels/cuda/adam.cuh"
@@ -39,6 +40,7 @@
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/sparse_select.cuh"
 #include "kernels/cuda/swiglu.cuh"
+#include "kernels/cuda/zip_chunks.cuh"
 
 namespace {
 
@@ -307,6 +309,33 @@ int main(int argc, char** argv) {
         [&] { k::swiglu_forward(h2, h, int(N), 2 * C); });
     row("swiglu_backward", std::to_string(N) + "x" + std::to_string(2 * C), 7 * N * 2.0 * C * f, 0,
         [&] { k::swiglu_backward(dh, h2, h, int(N), 2 * C); });
+
+    // The zip codec (kernels/cuda/zip_chunks.cu, one thread per chunk: correct before fast) on
+    // 16M Gaussian values (the pool), in bf16 and fp32, chunks of 16,384: compress, and the
+    // decode-add a compressed reduce-scatter runs. Bytes: the raw values read and the message
+    // written (compress), the message read and the fp32 sums read and written (decode-add).
+    namespace zip = gossamer::comm::zip;
+    zip::DeviceZipCodec codec(k::kZipChunks);
+    const size_t zn = size_t{1} << 24;
+    float* zf = dev.floats(zn);
+    uint16_t* zb = static_cast<uint16_t*>(dev.alloc(zn * 2));
+    k::to_bf16(zb, zf, zn);
+    float* zacc = dev.floats(zn);
+    for (const gossamer::comm::DType dtype :
+         {gossamer::comm::DType::BF16, gossamer::comm::DType::F32}) {
+      const void* values = dtype == gossamer::comm::DType::BF16 ? static_cast<const void*>(zb) : zf;
+      const size_t cap = zip::max_compressed_bytes(zn, dtype);
+      uint8_t* message = static_cast<uint8_t*>(dev.alloc(cap));
+      const size_t bytes = codec.compress(values, zn, dtype, message, cap);
+      const double raw = double(zn) * gossamer::comm::dtype_size(dtype);
+      char shape[64];
+      std::snprintf(shape, sizeof shape, "16M %s, ratio %.3f", gossamer::comm::dtype_name(dtype),
+                    raw / double(bytes));
+      row("zip compress", shape, raw + double(bytes), 0,
+          [&] { (void)codec.compress(values, zn, dtype, message, cap); });
+      row("zip decompress_accumulate", shape, double(bytes) + 8.0 * zn, 0,
+          [&] { codec.decompress_accumulate(message, bytes, zacc, zn, dtype, false); });
+    }
 
     // zero_grad over the parameters (g is not read after this row).
     const double zero_grad_ms = row("zero_grad", np, n_params * f, 0,

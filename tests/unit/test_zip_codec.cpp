@@ -16,6 +16,7 @@
 #include "comm/bf16.h"
 #include "comm/zip/codec.h"
 #include "comm/zip/exponent_model.h"
+#include "zip_test_data.h"
 
 namespace gossamer::comm::zip {
 namespace {
@@ -42,22 +43,6 @@ void expect_round_trip(const std::vector<U>& data, DType dtype, const CodecOptio
   decompress(packed, back.data(), back.size(), dtype);
   EXPECT_EQ(count_mismatches(data, back), 0u)
       << data.size() << " elements, chunk " << options.chunk_elems;
-}
-
-std::vector<uint16_t> gaussian_bf16(size_t n, float sigma, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = float_to_bf16(dist(rng));
-  return v;
-}
-
-std::vector<uint32_t> gaussian_f32(size_t n, float sigma, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<uint32_t> v(n);
-  for (auto& x : v) x = std::bit_cast<uint32_t>(dist(rng));
-  return v;
 }
 
 // Entropy (bits) of the exponent fields.
@@ -255,31 +240,6 @@ TEST(ZipCodec, RefusesAMessageOfAnotherShape) {
   std::vector<uint8_t> buf(max_compressed_bytes(10, DType::F32));
   EXPECT_THROW(compress(ints.data(), 10, DType::I32, buf), Error);
   EXPECT_THROW(compress(v.data(), 1000, DType::BF16, std::span<uint8_t>(buf.data(), 10)), Error);
-}
-
-// A damaged copy of msg: flipped bits, overwritten bytes, truncation, extension.
-std::vector<uint8_t> damage(const std::vector<uint8_t>& msg, std::mt19937& rng) {
-  std::vector<uint8_t> d = msg;
-  switch (rng() % 5) {
-    case 0:
-      d[rng() % d.size()] ^= uint8_t(1u << (rng() % 8));
-      break;
-    case 1:
-      for (int k = 0, m = 1 + int(rng() % 8); k < m; ++k)
-        d[rng() % d.size()] ^= uint8_t(1 + rng() % 255);
-      break;
-    case 2:
-      d.resize(rng() % d.size());
-      break;
-    case 3:
-      d.resize(d.size() + 1 + rng() % 64, uint8_t(rng()));
-      break;
-    default: {  // a run of bytes overwritten
-      const size_t at = rng() % d.size(), len = std::min<size_t>(1 + rng() % 40, d.size() - at);
-      for (size_t i = 0; i < len; ++i) d[at + i] = uint8_t(rng());
-    }
-  }
-  return d;
 }
 
 // Damages a message of v (chunks of chunk_elems) `trials` times: with checksums every real

@@ -20,61 +20,9 @@ static_assert(std::endian::native == std::endian::little, "zip codec: little-end
 
 namespace {
 
-struct Bf16 {
-  using U = uint16_t;
-  static constexpr size_t kRawBytes = 1;  // sign + mantissa
-  static uint32_t exponent(U v) { return (v >> 7) & 0xffu; }
-  static void put_raw(uint8_t* p, U v) { *p = uint8_t(((v >> 8) & 0x80u) | (v & 0x7fu)); }
-  static U compose(const uint8_t* p, uint32_t e) {
-    const uint32_t s = *p;
-    return U(((s & 0x80u) << 8) | (e << 7) | (s & 0x7fu));
-  }
-};
-
-struct F32 {
-  using U = uint32_t;
-  static constexpr size_t kRawBytes = 3;
-  static uint32_t exponent(U v) { return (v >> 23) & 0xffu; }
-  static uint32_t raw(U v) { return (v & 0x7fffffu) | ((v >> 31) << 23); }
-  static void put_raw(uint8_t* p, U v) {
-    const uint32_t s = raw(v);
-    std::memcpy(p, &s, 3);
-  }
-  static U compose(const uint8_t* p, uint32_t e) {
-    // (byte loads: a 3-byte memcpy into a 4-byte local compiles to a store-to-load stall)
-    const uint32_t s = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16;
-    return ((s >> 23) << 31) | (e << 23) | (s & 0x7fffffu);
-  }
-};
-
-struct Header {
-  ChunkMode mode;
-  uint8_t base;
-  uint16_t book;
-  uint32_t escapes;
-  uint32_t bits;
-  uint32_t crc;
-};
-
-void write_header(uint8_t* out, const Header& h) {
-  out[0] = uint8_t(h.mode);
-  out[1] = h.base;
-  std::memcpy(out + 2, &h.book, 2);
-  std::memcpy(out + 4, &h.escapes, 4);
-  std::memcpy(out + 8, &h.bits, 4);
-  std::memcpy(out + 12, &h.crc, 4);
-}
-
-Header read_header(const uint8_t* in) {
-  Header h{};
-  h.mode = ChunkMode(in[0]);
-  h.base = in[1];
-  std::memcpy(&h.book, in + 2, 2);
-  std::memcpy(&h.escapes, in + 4, 4);
-  std::memcpy(&h.bits, in + 8, 4);
-  std::memcpy(&h.crc, in + 12, 4);
-  return h;
-}
+using Bf16 = ZipBf16;
+using F32 = ZipF32;
+using Header = ChunkHeader;
 
 // CRC of a chunk with its crc field taken as 0.
 uint32_t chunk_crc(const uint8_t* chunk, size_t bytes) {
@@ -136,26 +84,8 @@ void encode_table(const CodebookChoice& choice, uint32_t* table) {
   }
 }
 
-// The exponent bit stream of a coded chunk is streams(m) streams, stream k coding the elements
-// [m*k/S, m*(k+1)/S) of the m coded ones, each starting on a byte: S = kStreams for chunks of at
-// least kStreamsMinElems coded elements, else 1 (the table would cost small sparse chunks ratio).
-// The bits region is the bit counts of the first S-1 streams (u32 each; the last one's is the
-// header's total minus them), then the streams. Independent streams let the encoder and the
-// decoder run several dependency chains side by side.
-constexpr size_t kStreams = 4;
-constexpr size_t kStreamsMinElems = 4096;
-
-size_t stream_count(size_t m) {
-  return m >= kStreamsMinElems ? kStreams : 1;
-}
-
-size_t stream_table_bytes(size_t m) {
-  return 4 * (stream_count(m) - 1);
-}
-
-size_t stream_begin(size_t m, size_t k) {
-  return m * k / stream_count(m);
-}
+// The exponent streams' layout (stream_count, stream_begin, stream_table_bytes): portable_chunk.h.
+// Independent streams let the encoder and the decoder run several dependency chains side by side.
 
 // The scratch one stream of m coded elements may fill: its codes and one 8-byte flush past them.
 size_t max_stream_bytes(size_t m) {
@@ -438,10 +368,6 @@ U* gathered(ChunkScratch& s, size_t n) {
   return v.data();
 }
 
-size_t bitmap_bytes(size_t n) {
-  return (n + 7) / 8;
-}
-
 template <class T>
 size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, ChunkScratch& s,
               ChunkInfo* info) {
@@ -508,11 +434,11 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
     }
   }
   if (h.mode == ChunkMode::RAW) std::memcpy(body, v, raw_payload);
-  write_header(out, h);
+  write_chunk_header(out, h);
   const size_t bytes = kChunkHeaderBytes + payload;
   if (checksum) {
     h.crc = chunk_crc(out, bytes);
-    write_header(out, h);
+    write_chunk_header(out, h);
   }
   if (info) *info = ChunkInfo{h.mode, h.book, h.escapes, h.bits};
   return bytes;
@@ -524,7 +450,7 @@ void decode(const uint8_t* in, size_t bytes, size_t n, bool checksum, typename T
   using U = typename T::U;
   if (bytes < kChunkHeaderBytes)
     throw CorruptInput(strprintf("chunk of %zu bytes, shorter than its header", bytes));
-  const Header h = read_header(in);
+  const Header h = read_chunk_header(in);
   if (checksum) {
     const uint32_t crc = chunk_crc(in, bytes);
     if (crc != h.crc)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/zip/portable_chunk.h"
 #include "core/error.h"
 
 namespace gossamer::comm::zip {
@@ -32,11 +33,8 @@ class CorruptInput : public Error {
   using Error::Error;
 };
 
-enum class ChunkMode : uint8_t { RAW = 1, ZERO = 2, DENSE = 3, SPARSE = 4 };
-inline constexpr int kNumChunkModes = 4;
+// ChunkMode, kChunkHeaderBytes: portable_chunk.h.
 const char* chunk_mode_name(ChunkMode mode);
-
-inline constexpr size_t kChunkHeaderBytes = 16;
 
 // What encoding one chunk produced (for the benchmark and the tests).
 struct ChunkInfo {

@@ -95,26 +95,34 @@ void for_chunk_runs(size_t chunks, int threads, Body body) {
   if (error) std::rethrow_exception(error);
 }
 
-struct ParsedMessage {
-  MessageHeader header;
-  bool checksum = false;
-  std::vector<size_t> offsets;  // chunk c at in[offsets[c], offsets[c + 1])
-};
+}  // namespace
 
-ParsedMessage parse(std::span<const uint8_t> in, size_t n, DType dtype) {
-  const uint8_t want = dtype_code(dtype);
-  if (in.size() < kMessageHeaderBytes)
+size_t message_head_bytes(std::span<const uint8_t> header, size_t message_bytes) {
+  if (header.size() < kMessageHeaderBytes || message_bytes < kMessageHeaderBytes)
     throw CorruptInput(strprintf("zip: message of %zu bytes, shorter than its %zu-byte header",
-                                 in.size(), kMessageHeaderBytes));
-  const uint8_t* p = in.data();
+                                 message_bytes, kMessageHeaderBytes));
+  uint32_t chunks = 0;
+  std::memcpy(&chunks, header.data() + 12, 4);
+  if (message_bytes - kMessageHeaderBytes < size_t(chunks) * 4)
+    throw CorruptInput(strprintf("zip: message of %zu bytes cannot hold its %u chunk sizes",
+                                 message_bytes, chunks));
+  return kMessageHeaderBytes + size_t(chunks) * 4;
+}
+
+MessageLayout parse_message_head(std::span<const uint8_t> head, size_t message_bytes, size_t n,
+                                 DType dtype) {
+  const uint8_t want = dtype_code(dtype);
+  if (head.size() < kMessageHeaderBytes || message_bytes < kMessageHeaderBytes)
+    throw CorruptInput(strprintf("zip: message of %zu bytes, shorter than its %zu-byte header",
+                                 message_bytes, kMessageHeaderBytes));
+  const uint8_t* p = head.data();
   uint32_t magic = 0;
   std::memcpy(&magic, p, 4);
   if (magic != kMagic) throw CorruptInput("zip: not a compressed message (bad magic)");
   if (p[4] != kVersion)
     throw CorruptInput(strprintf("zip: message format version %u, this build reads %u",
                                  unsigned(p[4]), unsigned(kVersion)));
-  ParsedMessage m;
-  MessageHeader& h = m.header;
+  MessageHeader h;
   h.dtype = p[5];
   h.flags = p[6];
   std::memcpy(&h.chunk_elems, p + 8, 4);
@@ -128,9 +136,10 @@ ParsedMessage parse(std::span<const uint8_t> in, size_t n, DType dtype) {
   if (h.chunks != chunk_count(h.n, h.chunk_elems))
     throw CorruptInput(strprintf("zip: %u chunks for %llu elements of %u per chunk", h.chunks,
                                  static_cast<unsigned long long>(h.n), h.chunk_elems));
-  if (in.size() - kMessageHeaderBytes < size_t(h.chunks) * 4)
-    throw CorruptInput(
-        strprintf("zip: message of %zu bytes cannot hold its %u chunk sizes", in.size(), h.chunks));
+  const size_t head_bytes = message_head_bytes(head, message_bytes);  // the sizes fit
+  GOSSAMER_CHECK(head.size() >= head_bytes,
+                 "zip: %zu bytes of a message's head given, its size table needs %zu", head.size(),
+                 head_bytes);
   const uint32_t crc = header_crc(p, h.chunks);
   if (crc != h.crc)
     throw CorruptInput(
@@ -149,6 +158,9 @@ ParsedMessage parse(std::span<const uint8_t> in, size_t n, DType dtype) {
     throw CorruptInput(
         strprintf("zip: message encoded with other codebooks (fingerprint %08x, this build %08x)",
                   h.fingerprint, codebooks_fingerprint()));
+  MessageLayout m;
+  m.chunk_elems = h.chunk_elems;
+  m.chunks = h.chunks;
   m.checksum = h.flags & kFlagChecksum;
   m.offsets.resize(size_t(h.chunks) + 1);
   size_t at = kMessageHeaderBytes + size_t(h.chunks) * 4;
@@ -164,18 +176,24 @@ ParsedMessage parse(std::span<const uint8_t> in, size_t n, DType dtype) {
     at += bytes;
   }
   m.offsets[h.chunks] = at;
-  if (at != in.size())
+  if (at != message_bytes)
     throw CorruptInput(
-        strprintf("zip: message of %zu bytes, its size table adds up to %zu", in.size(), at));
+        strprintf("zip: message of %zu bytes, its size table adds up to %zu", message_bytes, at));
   return m;
+}
+
+namespace {
+
+MessageLayout parse(std::span<const uint8_t> in, size_t n, DType dtype) {
+  return parse_message_head(in, in.size(), n, dtype);
 }
 
 // Decodes every chunk of a parsed message; sink(first_element, elements, decoded) consumes each
 // (decoded points into thread scratch or directly into out).
 template <class Sink>
-void decode_chunks(std::span<const uint8_t> in, const ParsedMessage& m, size_t n, DType dtype,
+void decode_chunks(std::span<const uint8_t> in, const MessageLayout& m, size_t n, DType dtype,
                    int threads, void* out, Sink sink) {
-  const size_t chunk = m.header.chunk_elems, chunks = m.header.chunks, es = dtype_size(dtype);
+  const size_t chunk = m.chunk_elems, chunks = m.chunks, es = dtype_size(dtype);
   for_chunk_runs(chunks, thread_count(threads, chunks), [&](size_t, size_t first, size_t end) {
     ChunkScratch& scratch = thread_scratch();
     for (size_t c = first; c < end; ++c) {
@@ -208,6 +226,30 @@ void decode_chunks(std::span<const uint8_t> in, const ParsedMessage& m, size_t n
 
 }  // namespace
 
+size_t write_message_head(uint8_t* head, size_t n, DType dtype, size_t chunk_elems, bool checksum) {
+  GOSSAMER_CHECK(chunk_elems >= 1 && chunk_elems <= kMaxChunkElems,
+                 "zip: chunk size %zu outside [1, %zu]", chunk_elems, kMaxChunkElems);
+  MessageHeader h;
+  h.dtype = dtype_code(dtype);
+  h.flags = checksum ? kFlagChecksum : 0;
+  const size_t chunks = chunk_count(n, chunk_elems);
+  GOSSAMER_CHECK(chunks < (size_t{1} << 32), "zip: %zu chunks, at most 2^32 - 1", chunks);
+  h.chunk_elems = uint32_t(chunk_elems);
+  h.chunks = uint32_t(chunks);
+  h.n = n;
+  h.fingerprint = codebooks_fingerprint();
+  write_message_header(head, h);
+  h.crc = header_crc(head, chunks);
+  write_message_header(head, h);
+  size_t bytes = kMessageHeaderBytes + chunks * 4;
+  for (size_t c = 0; c < chunks; ++c) {
+    uint32_t b = 0;
+    std::memcpy(&b, head + kMessageHeaderBytes + c * 4, 4);
+    bytes += b;
+  }
+  return bytes;
+}
+
 size_t max_compressed_bytes(size_t n, DType dtype, size_t chunk_elems) {
   GOSSAMER_CHECK(chunk_elems >= 1 && chunk_elems <= kMaxChunkElems,
                  "zip: chunk size %zu outside [1, %zu]", chunk_elems, kMaxChunkElems);
@@ -217,20 +259,14 @@ size_t max_compressed_bytes(size_t n, DType dtype, size_t chunk_elems) {
 
 size_t compress(const void* in, size_t n, DType dtype, std::span<uint8_t> out,
                 const CodecOptions& options, CodecStats* stats) {
-  MessageHeader h;
-  h.dtype = dtype_code(dtype);
+  dtype_code(dtype);  // bf16 or fp32 only
   const size_t chunk = options.chunk_elems;
   const size_t need = max_compressed_bytes(n, dtype, chunk);
   GOSSAMER_CHECK(out.size() >= need, "zip: output of %zu bytes, compressing %zu %s needs %zu",
                  out.size(), n, dtype_name(dtype), need);
   GOSSAMER_CHECK(in != nullptr || n == 0, "zip: input is null but holds %zu elements", n);
   const size_t chunks = chunk_count(n, chunk), es = dtype_size(dtype);
-  h.flags = options.checksum ? kFlagChecksum : 0;
-  h.chunk_elems = uint32_t(chunk);
-  h.chunks = uint32_t(chunks);
   GOSSAMER_CHECK(chunks < (size_t{1} << 32), "zip: %zu chunks, at most 2^32 - 1", chunks);
-  h.n = n;
-  h.fingerprint = codebooks_fingerprint();
   uint8_t* table = out.data() + kMessageHeaderBytes;
   uint8_t* data = table + chunks * 4;
   const size_t slot = kChunkHeaderBytes + chunk * es;  // worst case of a full chunk
@@ -258,9 +294,7 @@ size_t compress(const void* in, size_t n, DType dtype, std::span<uint8_t> out,
     if (data + at != from) std::memmove(data + at, from, run_bytes[size_t(t)]);
     at += run_bytes[size_t(t)];
   }
-  write_message_header(out.data(), h);
-  h.crc = header_crc(out.data(), chunks);
-  write_message_header(out.data(), h);
+  const size_t bytes = write_message_head(out.data(), n, dtype, chunk, options.checksum);
   if (stats) {
     *stats = CodecStats{};
     stats->chunks = chunks;
@@ -270,18 +304,21 @@ size_t compress(const void* in, size_t n, DType dtype, std::span<uint8_t> out,
       stats->exponent_bits += info.exponent_bits;
     }
   }
-  return kMessageHeaderBytes + chunks * 4 + at;
+  GOSSAMER_CHECK(bytes == kMessageHeaderBytes + chunks * 4 + at,
+                 "zip: size table adds up to %zu bytes, %zu written", bytes,
+                 kMessageHeaderBytes + chunks * 4 + at);
+  return bytes;
 }
 
 void decompress(std::span<const uint8_t> in, void* out, size_t n, DType dtype, int threads) {
-  const ParsedMessage m = parse(in, n, dtype);
+  const MessageLayout m = parse(in, n, dtype);
   GOSSAMER_CHECK(out != nullptr || n == 0, "zip: output is null but holds %zu elements", n);
   decode_chunks(in, m, n, dtype, threads, out, [](size_t, size_t, const void*) {});
 }
 
 void decompress_accumulate(std::span<const uint8_t> in, float* acc, size_t n, DType dtype,
                            bool assign, int threads) {
-  const ParsedMessage m = parse(in, n, dtype);
+  const MessageLayout m = parse(in, n, dtype);
   GOSSAMER_CHECK(acc != nullptr || n == 0, "zip: accumulator is null but holds %zu elements", n);
   decode_chunks(in, m, n, dtype, threads, nullptr,
                 [&](size_t first, size_t elems, const void* decoded) {

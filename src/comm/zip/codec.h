@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/zip/chunk_codec.h"
@@ -53,5 +54,28 @@ void decompress(std::span<const uint8_t> in, void* out, size_t n, DType dtype, i
 // else acc[i] += value[i] (one addition per element, so a fixed call order fixes the sum).
 void decompress_accumulate(std::span<const uint8_t> in, float* acc, size_t n, DType dtype,
                            bool assign, int threads = 0);
+
+// ---- The message's header and size table alone (DeviceZipCodec: its chunks live elsewhere) ----
+
+// Completes a message's head: `head` holds the kMessageHeaderBytes header, then the size table
+// (one u32 per chunk, filled by the caller); writes the header (its checksum covers the table)
+// and returns the message's size.
+size_t write_message_head(uint8_t* head, size_t n, DType dtype, size_t chunk_elems, bool checksum);
+
+// The bytes of a message's header and size table, from its first kMessageHeaderBytes bytes and
+// its size. Throws CorruptInput when the message cannot hold them.
+size_t message_head_bytes(std::span<const uint8_t> header, size_t message_bytes);
+
+struct MessageLayout {
+  size_t chunk_elems = 0, chunks = 0;
+  bool checksum = false;
+  std::vector<uint64_t> offsets;  // chunk c at [offsets[c], offsets[c + 1]); back: the size
+};
+
+// Checks a message's header and size table (head: at least its first message_head_bytes bytes)
+// for n elements of dtype and a message of message_bytes bytes; throws CorruptInput naming what
+// is wrong.
+MessageLayout parse_message_head(std::span<const uint8_t> head, size_t message_bytes, size_t n,
+                                 DType dtype);
 
 }  // namespace gossamer::comm::zip

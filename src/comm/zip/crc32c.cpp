@@ -13,7 +13,7 @@ namespace gossamer::comm::zip {
 
 namespace {
 
-[[maybe_unused]] const std::array<uint32_t, 256>& crc_table() {
+const std::array<uint32_t, 256>& crc_table() {
   static const std::array<uint32_t, 256> table = [] {
     std::array<uint32_t, 256> t{};
     for (uint32_t i = 0; i < 256; ++i) {
@@ -27,6 +27,10 @@ namespace {
 }
 
 }  // namespace
+
+const uint32_t* crc32c_table() {
+  return crc_table().data();
+}
 
 uint32_t crc32c(const void* data, size_t bytes, uint32_t crc) {
   const auto* p = static_cast<const unsigned char*>(data);

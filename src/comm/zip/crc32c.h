@@ -11,6 +11,9 @@ namespace gossamer::comm::zip {
 // Continues a CRC over more bytes: crc32c(b, m, crc32c(a, n)) == crc32c(a ++ b, n + m).
 uint32_t crc32c(const void* data, size_t bytes, uint32_t crc = 0);
 
+// The byte-wise table (reflected polynomial 0x82F63B78): the portable code's CRC (GPU kernels).
+const uint32_t* crc32c_table();
+
 // "sse4.2" or "table": which implementation this build uses (logged by the benchmark).
 const char* crc32c_implementation();
 

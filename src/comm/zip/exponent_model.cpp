@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/zip/crc32c.h"
+#include "comm/zip/portable_chunk.h"
 #include "core/error.h"
 
 namespace gossamer::comm::zip {
@@ -175,27 +176,21 @@ std::array<double, kNumSymbols> model_probabilities(int id) {
   return p;
 }
 
+const CodebookChoiceParams& codebook_choice_params() {
+  static const CodebookChoiceParams params = [] {
+    CodebookChoiceParams p;
+    for (int l = 0; l < kZeroLevels - 1; ++l) p.zero_below[l] = kZeroLevelBelow[l];
+    const double g = gaussian_shape().std;
+    p.spread_above = g * 1.15;
+    for (int l = 2; l < kSpreadLevels; ++l)
+      p.spread_at_least[l] = g * std::pow(kSpreadStep, l - 0.5);
+    return p;
+  }();
+  return params;
+}
+
 CodebookChoice choose_codebook(const ExponentStats& st) {
-  int zero = kZeroLevels - 1;
-  const double z = st.count ? double(st.exp0) / double(st.count) : 0.0;
-  for (int l = 0; l < kZeroLevels - 1; ++l)
-    if (z < kZeroLevelBelow[l]) {
-      zero = l;
-      break;
-    }
-  if (st.normal == 0) return {uint16_t(zero), 127};
-  const double m = double(st.sum) / double(st.normal);
-  const double var = std::max(double(st.sum_sq) / double(st.normal) - m * m, 0.0);
-  const GaussianShape& g = gaussian_shape();
-  const double s = std::sqrt(var);
-  int spread = 0;
-  if (s > g.std * 1.15)
-    spread = std::clamp(int(std::lround(std::log(s / g.std) / std::log(kSpreadStep))), 1,
-                        kSpreadLevels - 1);
-  const double base = std::floor(m);
-  const int location = std::clamp(int((m - base) * kLocationLevels), 0, kLocationLevels - 1);
-  const int id = (spread * kLocationLevels + location) * kZeroLevels + zero;
-  return {uint16_t(id), uint8_t(std::clamp(base, 0.0, 255.0))};
+  return zip_choose_codebook(st, codebook_choice_params());
 }
 
 uint32_t codebooks_fingerprint() {

@@ -50,7 +50,20 @@ struct CodebookChoice {
   uint8_t base = 0;   // exponent field of symbol kSymWindow0 + kWindowBelow
 };
 
-// The codebook and base for a chunk with these statistics (a pure function).
+// The thresholds the choice compares a chunk's statistics with (see choose_codebook).
+struct CodebookChoiceParams {
+  double zero_below[kZeroLevels - 1] = {};  // zero level l when the exp-0 share is below [l]
+  double spread_above = 0;  // a log-normal model (level >= 1) above this exponent std. dev.
+  double spread_at_least[kSpreadLevels] = {};  // level l >= 2 from [l] up (level 1 below [2])
+};
+
+// The thresholds: spread level l >= 2 where the exponents' standard deviation s is at least
+// g * 1.3^(l - 0.5) (g: the Gaussian model's), i.e. round(log_1.3(s / g)) >= l, as products and
+// comparisons that give the same bits on a GPU as here.
+const CodebookChoiceParams& codebook_choice_params();
+
+// The codebook and base for a chunk with these statistics (a pure function: portable_chunk.h's
+// zip_choose_codebook with codebook_choice_params()).
 CodebookChoice choose_codebook(const ExponentStats& stats);
 
 struct DecodeEntry {
