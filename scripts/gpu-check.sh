@@ -12,8 +12,8 @@
 # build, run the tests, which report SKIPPED); it fails if any test ran instead of skipping,
 # except in the binaries of NEEDS_NO_GPU (below), which check things that need no GPU.
 # Then the benchmarks: bench_cuda_ops (per-op time against the roofline) and bench_cuda_train
-# (tokens/s and MFU of training steps of GPT-2 124M and Llama ~500M on one GPU). Not yet here:
-# NCCL collectives (data parallel on GPUs is not built: docs/CUDA.md).
+# (tokens/s and MFU of training steps of GPT-2 124M and Llama ~500M on one GPU). Not here: NCCL
+# collectives, which need several GPUs and MPI (the device machines have one GPU and no MPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROG=gpu-check
@@ -101,6 +101,22 @@ for bin in "$build"/bin/test_*; do
   fi
 done
 ((${#rows[@]} > 0)) || die "no test binary in $build/bin"
+
+# The zip decoder's damage test again under compute-sanitizer's memcheck (fewer damaged
+# messages): the guard bands catch stray writes, memcheck the out-of-bounds reads.
+memcheck="$(command -v compute-sanitizer || true)"
+[[ -z "$memcheck" && -x "$(dirname "$nvcc_bin")/compute-sanitizer" ]] && memcheck="$(dirname "$nvcc_bin")/compute-sanitizer"
+if ((dry_run == 0)) && [[ -n "$memcheck" ]]; then
+  t0=$(date +%s)
+  rc=0
+  GOSSAMER_ZIP_DAMAGE_TRIALS=40 timeout 90 "$memcheck" --tool memcheck --error-exitcode 3 \
+    "$build/bin/test_cuda_zip_codec" --gtest_filter='CudaZipCodec.GivesTheCpuCodecsVerdictOnDamage' \
+    >"$out/memcheck_zip.log" 2>&1 || rc=$?
+  ((rc == 0)) && rows+=("memcheck: zip damage test|1|0|0|$(( $(date +%s) - t0 ))") ||
+    { rows+=("memcheck: zip damage test (status $rc)|0|1|0|$(( $(date +%s) - t0 ))"); status=1; }
+elif ((dry_run == 0)); then
+  rows+=("memcheck: no compute-sanitizer found|0|0|1|0")
+fi
 
 # ---- the benchmarks ------------------------------------------------------------------------
 # Per-op time against the roofline at GPT-2 124M's shapes (bench/cuda/bench_cuda_ops.cpp), then

@@ -2,15 +2,17 @@
 // kernels run, here on the CPU against the CPU codec (chunk_codec.h): the same bytes for every
 // chunk of a corpus that reaches every mode, both stream layouts, escapes and every spread level;
 // the same elements and fp32 sums back; the same verdict (accept or reject) on thousands of
-// damaged chunks; the codebook choice's thresholds against the logarithm they replace. Then
-// DeviceZipCodec, the driver of those kernels, on host memory and on the guarded "device"
-// memory (host code that touches it faults): the CPU codec's messages byte for byte, its
-// elements and sums, its errors naming the chunk, no allocation after the first call.
+// randomly damaged chunks and on damage at every structural byte; the codebook choice's
+// thresholds against the logarithm they replace. Then DeviceZipCodec, the driver of those
+// kernels, on host memory and on the guarded "device" memory (host code that touches it
+// faults): the CPU codec's messages byte for byte, its elements and sums, its errors naming the
+// chunk, kernels that miss a chunk reported, no allocation after the first call.
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -169,7 +171,7 @@ TEST(ZipPortable, EncodesTheCpuCodecsBytes) {
   EXPECT_GT(seen.modes[ChunkMode::SPARSE], 0u);
   EXPECT_GT(seen.four_streams, 0u);
   EXPECT_GT(seen.escaped, 0u);
-  EXPECT_GE(seen.spreads.size(), 5u) << "spread levels reached";
+  EXPECT_EQ(seen.spreads.size(), size_t(kSpreadLevels)) << "spread levels reached";
 }
 
 TEST(ZipPortable, DecodesTheCpuCodecsChunks) {
@@ -201,10 +203,10 @@ TEST(ZipPortable, DecodesTheCpuCodecsChunks) {
   EXPECT_GT(chunks, 100u);
 }
 
-// Damaged chunks: the portable decoder rejects exactly those the CPU codec rejects, and where
-// both accept they give the same elements. Without checksums only the structure is checked, so
-// both verdicts occur; with them, every change is rejected.
-TEST(ZipPortable, RejectsWhatTheCpuCodecRejects) {
+// The chunks the damage tests start from: bf16 chunks of 500 in every mode with escapes; a dense
+// bf16 chunk with four streams (and their table) and escapes, and a short one after it; a sparse
+// bf16 chunk with four streams; an fp32 dense chunk, and an fp32 sparse one with escapes.
+std::vector<Chunk> damage_corpus() {
   std::vector<Chunk> chunks;
   std::vector<uint16_t> v = gaussian_bf16(5000, 0.05f, 17);
   for (size_t i = 1000; i < 2500; ++i) v[i] = i % 37 ? 0 : v[i];          // sparse
@@ -214,40 +216,122 @@ TEST(ZipPortable, RejectsWhatTheCpuCodecRejects) {
   add_chunks(chunks, v, 500);
   std::vector<uint16_t> w = gaussian_bf16(8192 + 3001, 0.05f, 23);
   for (size_t i = 0; i < w.size(); i += 101) w[i] = 0x7f80;
-  add_chunks(chunks, w, 8192);  // four streams and their table, then one
+  add_chunks(chunks, w, 8192);
+  std::vector<uint16_t> sp = gaussian_bf16(16384, 0.05f, 19);
+  for (size_t i = 0; i < sp.size(); ++i) sp[i] = i % 5 < 2 ? 0 : sp[i];
+  add_chunks(chunks, sp, 16384);
   add_chunks(chunks, gaussian_f32(3000, 1.0f, 29), 3000);
-  std::mt19937 rng(2026);
-  ChunkScratch scratch;
+  std::vector<uint32_t> fs = gaussian_f32(3000, 1e-3f, 31);
+  for (size_t i = 0; i < fs.size(); ++i) fs[i] = i % 3 ? 0 : (i % 41 ? fs[i] : 0x7fc00001u);
+  add_chunks(chunks, fs, 3000);
+  return chunks;
+}
+
+// Where a chunk's structure lies: the header, a sparse chunk's bitmaps, the start of the bits
+// region (its stream table) and the end.
+std::vector<size_t> structural_offsets(const std::vector<uint8_t>& enc, const Chunk& c) {
+  const ChunkHeader h = read_chunk_header(enc.data());
+  std::vector<size_t> at;
+  for (size_t i = 0; i < 40 && i < enc.size(); ++i) at.push_back(i);
+  for (size_t i = enc.size() > 16 ? enc.size() - 16 : 0; i < enc.size(); ++i) at.push_back(i);
+  if (h.mode != ChunkMode::DENSE && h.mode != ChunkMode::SPARSE) return at;
+  const size_t n = c.n(), l0 = bitmap_bytes(n), l1 = bitmap_bytes(l0);
+  const size_t raw_bytes = c.dtype == DType::BF16 ? 1 : 3;
+  size_t m = n, head = 0;
+  if (h.mode == ChunkMode::SPARSE) {
+    size_t stored = 0;
+    for (size_t b = 0; b < l1; ++b) stored += size_t(std::popcount(unsigned(enc[16 + b])));
+    m = 0;
+    for (size_t k = 0; k < stored; ++k) m += size_t(std::popcount(unsigned(enc[16 + l1 + k])));
+    head = l1 + stored;
+    for (size_t i = 16; i < 16 + l1 + 8; ++i) at.push_back(i);           // byte bitmap
+    for (size_t i = 16 + head - 8; i < 16 + head; ++i) at.push_back(i);  // its last bytes
+  }
+  const size_t region = 16 + head + m * raw_bytes + h.escapes;
+  for (size_t i = region - 4; i < region + 16 && i < enc.size(); ++i) at.push_back(i);
+  return at;
+}
+
+// Counts what the damage tests saw.
+struct Verdicts {
   size_t rejected = 0, accepted_changed = 0, trials = 0;
-  for (bool checksum : {false, true}) {
-    for (const Chunk& c : chunks) {
-      std::vector<uint8_t> enc(max_chunk_bytes(c.n(), c.dtype));
-      enc.resize(encode_chunk(c.bytes.data(), c.n(), c.dtype, enc.data(), checksum, scratch));
-      for (int t = 0; t < 400; ++t, ++trials) {
-        const std::vector<uint8_t> d = damage(enc, rng);
-        std::vector<uint8_t> cpu(c.bytes.size()), port;
-        bool cpu_ok = true;
-        try {
-          decode_chunk(d.data(), d.size(), c.n(), c.dtype, cpu.data(), checksum, scratch);
-        } catch (const CorruptInput&) {
-          cpu_ok = false;
-        }
-        const ZipStatus s = decode_portable(d.data(), d.size(), c, checksum, port);
-        ASSERT_EQ(s == ZipStatus::OK, cpu_ok)
-            << "trial " << t << ": portable says " << zip_status_message(s) << ", checksum "
-            << checksum << ", " << d.size() << " of " << enc.size() << " bytes";
-        if (cpu_ok) {
-          ASSERT_EQ(port, cpu);
-          accepted_changed += d != enc;
-          EXPECT_TRUE(!checksum || d == enc);
-        } else {
-          ++rejected;
-        }
+};
+
+// Decodes damaged chunk d with both decoders: the same verdict, and where both accept the same
+// elements (with checksums on, only an unchanged chunk may pass).
+void expect_same_verdict(const std::vector<uint8_t>& d, const std::vector<uint8_t>& enc,
+                         const Chunk& c, bool checksum, Verdicts& v, const std::string& what) {
+  thread_local ChunkScratch scratch;
+  std::vector<uint8_t> cpu(c.bytes.size()), port;
+  bool cpu_ok = true;
+  try {
+    decode_chunk(d.data(), d.size(), c.n(), c.dtype, cpu.data(), checksum, scratch);
+  } catch (const CorruptInput&) {
+    cpu_ok = false;
+  }
+  const ZipStatus s = decode_portable(d.data(), d.size(), c, checksum, port);
+  ++v.trials;
+  ASSERT_EQ(s == ZipStatus::OK, cpu_ok)
+      << what << ": portable says " << zip_status_message(s) << ", checksum " << checksum << ", "
+      << d.size() << " of " << enc.size() << " bytes";
+  if (cpu_ok) {
+    ASSERT_EQ(port, cpu) << what;
+    v.accepted_changed += d != enc;
+    EXPECT_TRUE(!checksum || d == enc) << what;
+  } else {
+    ++v.rejected;
+  }
+}
+
+std::vector<uint8_t> encoded(const Chunk& c, bool checksum) {
+  thread_local ChunkScratch scratch;
+  std::vector<uint8_t> enc(max_chunk_bytes(c.n(), c.dtype));
+  enc.resize(encode_chunk(c.bytes.data(), c.n(), c.dtype, enc.data(), checksum, scratch));
+  return enc;
+}
+
+// Damaged chunks: the portable decoder rejects exactly those the CPU codec rejects, and where
+// both accept they give the same elements. Random damage (flipped bits, overwritten runs,
+// truncation, extension) with and without checksums; without them only the structure is
+// checked, so both verdicts occur.
+TEST(ZipPortable, RejectsWhatTheCpuCodecRejects) {
+  std::mt19937 rng(2026);
+  Verdicts v;
+  for (bool checksum : {false, true})
+    for (const Chunk& c : damage_corpus()) {
+      const std::vector<uint8_t> enc = encoded(c, checksum);
+      for (int t = 0; t < 400; ++t)
+        ASSERT_NO_FATAL_FAILURE(expect_same_verdict(damage(enc, rng), enc, c, checksum, v,
+                                                    "trial " + std::to_string(t)));
+    }
+  EXPECT_GT(v.rejected, v.trials / 2);
+  EXPECT_GT(v.accepted_changed, 0u) << "no damage got past the structure checks alone";
+}
+
+// The same on targeted damage, checksums off: every byte of the header, a sparse chunk's bitmaps,
+// the stream table and the last bytes, each plus and minus one and with its top bit flipped; and
+// every truncation and extension by 1 to 8 bytes.
+TEST(ZipPortable, RejectsWhatTheCpuCodecRejectsAtEveryStructuralByte) {
+  Verdicts v;
+  for (const Chunk& c : damage_corpus()) {
+    const std::vector<uint8_t> enc = encoded(c, false);
+    for (size_t at : structural_offsets(enc, c))
+      for (int delta : {1, -1, 0x80}) {
+        std::vector<uint8_t> d = enc;
+        d[at] = uint8_t(delta == 0x80 ? d[at] ^ 0x80 : d[at] + delta);
+        ASSERT_NO_FATAL_FAILURE(expect_same_verdict(
+            d, enc, c, false, v, "byte " + std::to_string(at) + " " + std::to_string(delta)));
       }
+    for (size_t k = 1; k <= 8; ++k) {
+      std::vector<uint8_t> shorter(enc.begin(), enc.end() - ptrdiff_t(k)), longer = enc;
+      longer.resize(enc.size() + k, uint8_t(k));
+      ASSERT_NO_FATAL_FAILURE(expect_same_verdict(shorter, enc, c, false, v, "truncated"));
+      ASSERT_NO_FATAL_FAILURE(expect_same_verdict(longer, enc, c, false, v, "extended"));
     }
   }
-  EXPECT_GT(rejected, trials / 2);
-  EXPECT_GT(accepted_changed, 0u) << "no damage got past the structure checks alone";
+  EXPECT_GT(v.trials, 4000u);
+  EXPECT_GT(v.rejected, v.trials / 2);
+  EXPECT_GT(v.accepted_changed, 0u);
 }
 
 // The spread level by thresholds (codebook_choice_params) against the old rule, the rounded
@@ -470,6 +554,45 @@ INSTANTIATE_TEST_SUITE_P(Memories, DeviceZipCodecTest,
                            return std::string(info.param == &kGuardedZip ? "GuardedDevice"
                                                                          : "Host");
                          });
+
+// Kernels that miss the last chunk (a launch-size bug) are reported, never passed: a chunk left
+// unencoded keeps size 0, a chunk left undecoded its "not decoded" status.
+TEST(DeviceZipCodec, ReportsAChunkTheKernelsMissed) {
+  const std::vector<uint16_t> v = gaussian_bf16(3 * 1024 + 5, 0.05f, 47);
+  const CodecOptions options{.chunk_elems = 1024};
+  const std::vector<uint8_t> msg = cpu_message(v.data(), v.size(), DType::BF16, options);
+  auto expect_error = [](const std::function<void()>& call, const char* text) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying '" << text << "'";
+    } catch (const CorruptInput& e) {
+      ADD_FAILURE() << "reported as corrupt input: " << e.what();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  kernels::ZipChunkKernels k = kernels::cpu::kZipChunks;
+  k.encode = [](const void* in, size_t n, bool bf16, size_t chunk, bool checksum,
+                const ZipTablesView& t, uint8_t* slots, uint32_t* sizes) {
+    kernels::cpu::kZipChunks.encode(in, chunk * ((n - 1) / chunk), bf16, chunk, checksum, t, slots,
+                                    sizes);
+  };
+  k.decode = [](const uint8_t* m, const uint64_t* offsets, size_t n, bool bf16, size_t chunk,
+                bool checksum, const ZipTablesView& t, kernels::ZipTarget target, void* out,
+                uint32_t* status) {
+    kernels::cpu::kZipChunks.decode(m, offsets, chunk * ((n - 1) / chunk), bf16, chunk, checksum, t,
+                                    target, out, status);
+  };
+  DeviceZipCodec codec(k);
+  std::vector<uint8_t> out(max_compressed_bytes(v.size(), DType::BF16, 1024));
+  expect_error(
+      [&] { codec.compress(v.data(), v.size(), DType::BF16, out.data(), out.size(), options); },
+      "chunk 3 of 4 encoded to 0 bytes");
+  std::vector<uint16_t> back(v.size());
+  expect_error(
+      [&] { codec.decompress(msg.data(), msg.size(), back.data(), v.size(), DType::BF16); },
+      "chunk 3 of 4 not decoded");
+}
 
 // Buffers grow to the largest call and are reused: a second call of the same or a smaller size
 // allocates nothing.

@@ -4,6 +4,7 @@
 // the statuses.
 #include "comm/zip/device_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "comm/zip/zip_tables.h"
@@ -25,6 +26,9 @@ Buffer<T> uploaded(const std::vector<T>& host, const MemoryOps& memory) {
   b.upload(host.data(), host.size());
   return b;
 }
+
+// A status no kernel writes: the chunk was not reached.
+constexpr uint32_t kNotDecoded = 0xffffffffu;
 
 bool is_bf16(DType dtype) {
   GOSSAMER_CHECK(dtype == DType::BF16 || dtype == DType::F32,
@@ -59,13 +63,24 @@ size_t DeviceZipCodec::compress(const void* in, size_t n, DType dtype, uint8_t* 
   const MemoryOps& memory = *kernels_.memory;
   const size_t chunks = (n + chunk - 1) / chunk,
                slot = kChunkHeaderBytes + chunk * dtype_size(dtype);
+  GOSSAMER_CHECK(chunks < (size_t{1} << 32), "zip: %zu chunks, at most 2^32 - 1", chunks);
   const size_t head_bytes = kMessageHeaderBytes + chunks * 4;
   head_.assign(head_bytes, 0);
   if (chunks > 0) {
     uint8_t* slots = grown(slots_, chunks * slot, memory);
     uint32_t* sizes = grown(sizes_, chunks, memory);
+    memory.zero(sizes, chunks * 4);  // 0: not encoded (no chunk is shorter than its header)
     kernels_.encode(in, n, bf16, chunk, options.checksum, tables_, slots, sizes);
     memory.download(head_.data() + kMessageHeaderBytes, sizes, chunks * 4);
+    for (size_t c = 0; c < chunks; ++c) {
+      uint32_t b = 0;
+      std::memcpy(&b, head_.data() + kMessageHeaderBytes + c * 4, 4);
+      const size_t elems = std::min(chunk, n - c * chunk);
+      GOSSAMER_CHECK(b >= kChunkHeaderBytes && b <= max_chunk_bytes(elems, dtype),
+                     "zip (%s kernels): chunk %zu of %zu encoded to %u bytes, outside [%zu, %zu]",
+                     kernels_.backend, c, chunks, b, kChunkHeaderBytes,
+                     max_chunk_bytes(elems, dtype));
+    }
   }
   const size_t bytes = write_message_head(head_.data(), n, dtype, chunk, options.checksum);
   memory.upload(out, head_.data(), head_bytes);
@@ -113,10 +128,14 @@ void DeviceZipCodec::decode(const uint8_t* in, size_t bytes, size_t n, DType dty
   uint64_t* offsets = grown(offsets_, layout.chunks + 1, memory);
   memory.upload(offsets, layout.offsets.data(), (layout.chunks + 1) * sizeof(uint64_t));
   uint32_t* status = grown(status_, layout.chunks, memory);
+  host_status_.assign(layout.chunks, kNotDecoded);
+  memory.upload(status, host_status_.data(), layout.chunks * 4);
   kernels_.decode(in, offsets, n, bf16, layout.chunk_elems, layout.checksum, tables_, target, out,
                   status);
-  host_status_.resize(layout.chunks);
   memory.download(host_status_.data(), status, layout.chunks * 4);
+  for (size_t c = 0; c < layout.chunks; ++c)
+    GOSSAMER_CHECK(host_status_[c] != kNotDecoded, "zip (%s kernels): chunk %zu of %zu not decoded",
+                   kernels_.backend, c, layout.chunks);
   for (size_t c = 0; c < layout.chunks; ++c)
     if (host_status_[c] != uint32_t(ZipStatus::OK))
       throw CorruptInput(strprintf("zip: chunk %zu of %zu: %s", c, layout.chunks,

@@ -5,13 +5,16 @@
 // parse_message_head). On host memory with the CPU reference kernels it is the same driver, which
 // is how it is tested without a GPU.
 // Invariants: compress writes the bytes compress() writes for the same input and options, so
-// either codec decodes the other's messages; decompress and decompress_accumulate give
-// decompress()'s elements and decompress_accumulate()'s sums bit for bit, and throw CorruptInput
-// naming the chunk wherever those throw (the output is then partly written, as theirs); host
-// memory is never read or written through a device pointer; buffers grow to the largest call and
-// are reused. Per call: compress reads back 4 bytes per chunk (the sizes) and uploads the head
-// and the chunk offsets; decompress reads back the head and one status per chunk and uploads the
-// offsets. Single-threaded use.
+// either codec decodes the other's messages; decompress gives decompress()'s elements bit for
+// bit and decompress_accumulate decompress_accumulate()'s sums (bit for bit, except that a GPU's
+// fp32 add turns every NaN into its one canonical NaN where the CPU's keeps the payload), and
+// both throw CorruptInput naming the chunk wherever those throw (the output is then partly
+// written, as theirs); host memory is never read or written through a device pointer; buffers
+// grow to the largest call and are reused. Per call: compress reads back 4 bytes per chunk (the
+// sizes) and uploads the head and the chunk offsets; decompress uploads the offsets and one
+// "not run" status per chunk and reads back the head and the statuses (a chunk the kernel did not
+// reach is an Error, not a pass). One thread and one stream: the kernels' last work of a call may
+// still run when it returns, and the next call is ordered after it only on the same stream.
 #pragma once
 
 #include <cstddef>
@@ -47,7 +50,7 @@ class DeviceZipCodec {
   void decode(const uint8_t* in, size_t bytes, size_t n, DType dtype, kernels::ZipTarget target,
               void* out);
 
-  const kernels::ZipChunkKernels& kernels_;
+  const kernels::ZipChunkKernels kernels_;  // a copy: five pointers
   Buffer<uint8_t> lengths_;
   Buffer<uint16_t> codes_, singles_;
   Buffer<uint32_t> crc_;
