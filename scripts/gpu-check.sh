@@ -109,7 +109,7 @@ memcheck="$(command -v compute-sanitizer || true)"
 if ((dry_run == 0)) && [[ -n "$memcheck" ]]; then
   t0=$(date +%s)
   rc=0
-  GOSSAMER_ZIP_DAMAGE_TRIALS=40 timeout 90 "$memcheck" --tool memcheck --error-exitcode 3 \
+  GOSSAMER_ZIP_DAMAGE_TRIALS=40 timeout 60 "$memcheck" --tool memcheck --error-exitcode 3 \
     "$build/bin/test_cuda_zip_codec" --gtest_filter='CudaZipCodec.GivesTheCpuCodecsVerdictOnDamage' \
     >"$out/memcheck_zip.log" 2>&1 || rc=$?
   ((rc == 0)) && rows+=("memcheck: zip damage test|1|0|0|$(( $(date +%s) - t0 ))") ||
