@@ -42,6 +42,22 @@ target_link_libraries(bench_cuda_ops PRIVATE gossamer_gpu_only)
 add_executable(bench_cuda_train ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_train.cpp)
 target_link_libraries(bench_cuda_train PRIVATE gossamer_gpu_only)
 
+# NCCL, when the machine has it (the CUDA install, or GOSSAMER_NCCL_ROOT: a directory with
+# include/nccl.h and lib/libnccl.so*, such as the nvidia-nccl Python package's): bench_nccl, the
+# collectives across the machine's GPUs from one process.
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+             HINTS ${GOSSAMER_NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+find_path(NCCL_INCLUDE_DIR nccl.h
+          HINTS ${GOSSAMER_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+if(NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
+  message(STATUS "gossamer: NCCL ${NCCL_LIBRARY}: building bench_nccl")
+  add_executable(bench_nccl ${CMAKE_SOURCE_DIR}/bench/cuda/bench_nccl.cpp)
+  target_include_directories(bench_nccl PRIVATE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(bench_nccl PRIVATE gossamer_gpu_only ${NCCL_LIBRARY})
+else()
+  message(STATUS "gossamer: no NCCL found (GOSSAMER_NCCL_ROOT unset or empty): bench_nccl not built")
+endif()
+
 enable_testing()
 include(${CMAKE_SOURCE_DIR}/cmake/gpu_tests.cmake)
 gossamer_add_gpu_tests(gossamer_gpu_only)

@@ -12,15 +12,16 @@
 # build, run the tests, which report SKIPPED); it fails if any test ran instead of skipping,
 # except in the binaries of NEEDS_NO_GPU (below), which check things that need no GPU.
 # Then the benchmarks: bench_cuda_ops (per-op time against the roofline) and bench_cuda_train
-# (tokens/s and MFU of training steps of GPT-2 124M and Llama ~500M on one GPU). Not here: NCCL
-# collectives, which need several GPUs and MPI (the device machines have one GPU and no MPI).
+# (tokens/s and MFU of training steps of GPT-2 124M and Llama ~500M on one GPU), and bench_nccl
+# (NCCL's collectives across the machine's GPUs from one process; SKIPPED with one GPU) when NCCL
+# is found: the CUDA install's, or the nvidia-nccl Python package's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROG=gpu-check
 # Test binaries whose tests need no GPU (tests/gpu/test_cuda_op_table.cpp: the op table is
 # complete): they pass or fail on any machine, --dry-run included.
 NEEDS_NO_GPU=(test_cuda_op_table)
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
 gtest_dir=.gpu-check/googletest
@@ -71,6 +72,9 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake_args=(-S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGOSSAMER_GPU_ONLY=ON
             -DGOSSAMER_GTEST_SOURCE="$(cd "$gtest_dir" && pwd)" -DCMAKE_CUDA_COMPILER="$nvcc_bin")
+# NCCL from the nvidia-nccl Python package when there is one (the device machines' image).
+nccl_root="$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)"
+[[ -n "$nccl_root" && -d "$nccl_root/include" ]] && cmake_args+=(-DGOSSAMER_NCCL_ROOT="$nccl_root")
 # Only the GPU's own architecture when one is visible (a faster build); sm_80 and sm_90 otherwise.
 [[ -n "$arch" ]] && cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$arch")
 echo "$PROG: configuring ($build, architectures ${arch:-80;90})"
@@ -133,6 +137,13 @@ if ((dry_run == 1 && train_rc == 0)); then
   timeout 120 "$build/bin/bench_cuda_train" --cpu-smoke >>"$out/bench_cuda_train.txt" 2>&1 || train_rc=$?
 fi
 ((train_rc == 0)) || { echo "$PROG: bench_cuda_train failed (status $train_rc): $out/bench_cuda_train.txt" >&2; status=1; }
+if [[ -x "$build/bin/bench_nccl" ]]; then
+  nccl_rc=0
+  timeout 60 "$build/bin/bench_nccl" >"$out/bench_nccl.txt" 2>&1 || nccl_rc=$?
+  ((nccl_rc == 0)) || { echo "$PROG: bench_nccl failed (status $nccl_rc): $out/bench_nccl.txt" >&2; status=1; }
+else
+  echo "bench_nccl: not built (no NCCL found; see $out/configure.log)" >"$out/bench_nccl.txt"
+fi
 
 total_s=$(( $(date +%s) - start ))
 {
@@ -144,6 +155,8 @@ total_s=$(( $(date +%s) - start ))
   cat "$out/bench_cuda_ops.txt"
   echo
   cat "$out/bench_cuda_train.txt"
+  echo
+  cat "$out/bench_nccl.txt"
   echo
   echo "build ${build_s} s, total ${total_s} s; logs in $out"
   ((dry_run == 1)) && echo "(dry run: no GPU; every test must report SKIPPED, except those of ${NEEDS_NO_GPU[*]})"
