@@ -43,19 +43,32 @@ add_executable(bench_cuda_train ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_train.
 target_link_libraries(bench_cuda_train PRIVATE gossamer_gpu_only)
 
 # NCCL, when the machine has it (the CUDA install, or GOSSAMER_NCCL_ROOT: a directory with
-# include/nccl.h and lib/libnccl.so*, such as the nvidia-nccl Python package's): bench_nccl, the
-# collectives across the machine's GPUs from one process.
-find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
-             HINTS ${GOSSAMER_NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
-find_path(NCCL_INCLUDE_DIR nccl.h
-          HINTS ${GOSSAMER_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+# include/nccl.h and lib/libnccl.so*, such as the nvidia-nccl Python package's, searched first and
+# alone when given, so that header and library come from one install): bench_nccl, the
+# collectives across the machine's GPUs from one process. A changed root searches again.
+if(NOT "${GOSSAMER_NCCL_ROOT}" STREQUAL "${GOSSAMER_NCCL_ROOT_USED}")
+  unset(NCCL_LIBRARY CACHE)
+  unset(NCCL_INCLUDE_DIR CACHE)
+  set(GOSSAMER_NCCL_ROOT_USED "${GOSSAMER_NCCL_ROOT}" CACHE INTERNAL "")
+endif()
+set(nccl_searched "the CUDA install")
+if(GOSSAMER_NCCL_ROOT)
+  set(nccl_searched "GOSSAMER_NCCL_ROOT '${GOSSAMER_NCCL_ROOT}' only")
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR PATHS ${GOSSAMER_NCCL_ROOT}/lib
+               NO_DEFAULT_PATH)
+  find_path(NCCL_INCLUDE_DIR nccl.h PATHS ${GOSSAMER_NCCL_ROOT}/include NO_DEFAULT_PATH)
+else()
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
+               HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+endif()
 if(NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
-  message(STATUS "gossamer: NCCL ${NCCL_LIBRARY}: building bench_nccl")
+  message(STATUS "gossamer: NCCL ${NCCL_LIBRARY}, nccl.h in ${NCCL_INCLUDE_DIR}: building bench_nccl")
   add_executable(bench_nccl ${CMAKE_SOURCE_DIR}/bench/cuda/bench_nccl.cpp)
   target_include_directories(bench_nccl PRIVATE ${NCCL_INCLUDE_DIR})
   target_link_libraries(bench_nccl PRIVATE gossamer_gpu_only ${NCCL_LIBRARY})
 else()
-  message(STATUS "gossamer: no NCCL found (GOSSAMER_NCCL_ROOT unset or empty): bench_nccl not built")
+  message(STATUS "gossamer: no NCCL found (searched ${nccl_searched}): bench_nccl not built")
 endif()
 
 enable_testing()
