@@ -8,7 +8,7 @@
 if(NOT CMAKE_CUDA_COMPILER)
   message(FATAL_ERROR "GOSSAMER_GPU_ONLY=ON needs a CUDA compiler (nvcc on PATH or CUDACXX)")
 endif()
-find_package(OpenMP REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)  # not CUDA: CMake 3.31+ would check it too
 find_package(Threads REQUIRED)
 if(NOT GOSSAMER_GTEST_SOURCE OR NOT EXISTS ${GOSSAMER_GTEST_SOURCE}/CMakeLists.txt)
   message(FATAL_ERROR "GOSSAMER_GPU_ONLY=ON needs GOSSAMER_GTEST_SOURCE, a GoogleTest source tree "

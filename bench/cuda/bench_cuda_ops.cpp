@@ -173,11 +173,25 @@ int main(int argc, char** argv) {
     float* logits = dev.floats(N * Vp);
     float* losses = dev.floats(N);
 
-    std::vector<Row> rows;
+    // The table's rows are printed as they are measured (a run cut short keeps them).
+    std::printf("# bench_cuda_ops: %s, %d SMs, %.1f GiB; B = %d, T = %d (GPT-2 124M shapes)\n",
+                prop.name, prop.multiProcessorCount, prop.totalGlobalMem / double(1 << 30), B, T);
+    std::printf(
+        "# measured peaks: memory %.0f GB/s (2 GiB device copy), fp32 matmul %.1f "
+        "TFLOP/s (8192^3 through matmul_forward)\n",
+        peak_bw / 1e9, peak_flops / 1e12);
+    std::printf("| op | shape | ms | GB/s | TFLOP/s | roofline ms | of roofline |\n");
+    std::printf("|---|---|--:|--:|--:|--:|--:|\n");
+    std::fflush(stdout);
     auto row = [&](const std::string& op, const std::string& shape, double bytes, double flops,
                    const std::function<void()>& fn) {
-      rows.push_back({op, shape, time_ms(fn), bytes, flops});
-      return rows.back().ms;
+      const Row r{op, shape, time_ms(fn), bytes, flops};
+      const double roof = std::max(r.bytes / peak_bw, r.flops / peak_flops) * 1e3;
+      std::printf("| %s | %s | %.3f | %.0f | %.2f | %.3f | %.0f%% |\n", r.op.c_str(),
+                  r.shape.c_str(), r.ms, r.bytes / (r.ms * 1e-3) / 1e9,
+                  r.flops / (r.ms * 1e-3) / 1e12, roof, 100.0 * roof / r.ms);
+      std::fflush(stdout);
+      return r.ms;
     };
     const std::string nc = std::to_string(N) + "x" + std::to_string(C);
 
@@ -341,20 +355,6 @@ int main(int argc, char** argv) {
     const double zero_grad_ms = row("zero_grad", np, n_params * f, 0,
                                     [&] { k::kMemory.zero(g, n_params * sizeof(float)); });
 
-    std::printf("# bench_cuda_ops: %s, %d SMs, %.1f GiB; B = %d, T = %d (GPT-2 124M shapes)\n",
-                prop.name, prop.multiProcessorCount, prop.totalGlobalMem / double(1 << 30), B, T);
-    std::printf(
-        "# measured peaks: memory %.0f GB/s (2 GiB device copy), fp32 matmul %.1f "
-        "TFLOP/s (8192^3 through matmul_forward)\n",
-        peak_bw / 1e9, peak_flops / 1e12);
-    std::printf("| op | shape | ms | GB/s | TFLOP/s | roofline ms | of roofline |\n");
-    std::printf("|---|---|--:|--:|--:|--:|--:|\n");
-    for (const Row& r : rows) {
-      const double roof = std::max(r.bytes / peak_bw, r.flops / peak_flops) * 1e3;
-      std::printf("| %s | %s | %.3f | %.0f | %.2f | %.3f | %.0f%% |\n", r.op.c_str(),
-                  r.shape.c_str(), r.ms, r.bytes / (r.ms * 1e-3) / 1e9,
-                  r.flops / (r.ms * 1e-3) / 1e12, roof, 100.0 * roof / r.ms);
-    }
     // The op-sum estimate of one step: L layers forward and backward, the head, AdamW.
     const double step_ms = L * (fwd + bwd) + head + zero_grad_ms + optim_ms;
     const double flop_params = double(n_params) - double(T) * C - double(Vp - V) * C;

@@ -124,10 +124,17 @@ GemmPlan make_plan(const GemmKey& key) {
              "AlgoGetHeuristic");
     if (found == 0) lt_check(CUBLAS_STATUS_NOT_SUPPORTED, "AlgoGetHeuristic: no algorithm");
     p.algo = heur.algo;
-  } catch (...) {
+  } catch (const std::exception& e) {
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     destroy(p);
-    throw;
+    // Name the product: a shape or alignment cuBLASLt has no algorithm for is otherwise opaque.
+    throw Error(std::string(e.what()) + " (cuBLASLt product m " + std::to_string(key.m) + ", n " +
+                std::to_string(key.n) + ", k " + std::to_string(key.k) + ", lda " +
+                std::to_string(key.lda) + ", ldb " + std::to_string(key.ldb) +
+                (key.bf16 ? ", bf16" : ", fp32") + (key.trans_a ? ", A^T" : "") +
+                (key.trans_b ? ", B^T" : "") + (key.bias ? ", bias epilogue" : "") +
+                ", alignments A " + std::to_string(key.align_a) + " B " +
+                std::to_string(key.align_b) + " D " + std::to_string(key.align_d) + " bytes)");
   }
   cublasLtMatmulPreferenceDestroy(pref);
   return p;
