@@ -433,7 +433,8 @@ size_t encode(const typename T::U* v, size_t n, uint8_t* out, bool checksum, Chu
       payload = total;
     }
   }
-  if (h.mode == ChunkMode::RAW) std::memcpy(body, v, raw_payload);
+  // (n may be 0 with a null v: memcpy must not see the null pointer)
+  if (h.mode == ChunkMode::RAW && raw_payload) std::memcpy(body, v, raw_payload);
   write_chunk_header(out, h);
   const size_t bytes = kChunkHeaderBytes + payload;
   if (checksum) {
@@ -466,11 +467,11 @@ void decode(const uint8_t* in, size_t bytes, size_t n, bool checksum, typename T
   switch (h.mode) {
     case ChunkMode::RAW:
       expect_payload(n * sizeof(U));
-      std::memcpy(out, body, n * sizeof(U));
+      if (n) std::memcpy(out, body, n * sizeof(U));
       return;
     case ChunkMode::ZERO:
       expect_payload(0);
-      std::memset(out, 0, n * sizeof(U));
+      if (n) std::memset(out, 0, n * sizeof(U));
       return;
     case ChunkMode::DENSE:
     case ChunkMode::SPARSE:
@@ -523,7 +524,7 @@ void decode(const uint8_t* in, size_t bytes, size_t n, bool checksum, typename T
   }
   U* nz = gathered<U>(s, m);
   decode_dense<T>(raw, esc, bits, region, h, m, nz, s);
-  std::memset(out, 0, n * sizeof(U));
+  if (n) std::memset(out, 0, n * sizeof(U));
   size_t k = 0, stored = l1;
   for (size_t b = 0; b < l0; ++b) {
     if (!((body[b >> 3] >> (b & 7)) & 1)) continue;
