@@ -59,7 +59,6 @@ class DeviceZipCodec {
   Buffer<uint32_t> sizes_, status_;
   Buffer<uint64_t> offsets_;
   std::vector<uint8_t> head_;  // host: a message's header and size table
-  std::vector<uint64_t> host_offsets_;
   std::vector<uint32_t> host_status_;
 };
 
