@@ -4,8 +4,10 @@
 # record_case), so the table cannot drift from the tests.
 #   bash scripts/reliability-table.sh [BUILD_DIR]           rewrite the table (default: build)
 #   bash scripts/reliability-table.sh --check [BUILD_DIR]   exit 1 if the committed table differs
-# Values that vary from run to run (process ids, host names, timestamps) are written as
-# placeholders.
+# Values that vary from run to run (process ids, host names, timestamps, the memory available)
+# or from machine to machine (checksums of trained weights: AMD and Intel machines of one kind
+# train different bits, their BLAS libraries choosing different kernels; the number of cores)
+# are written as placeholders, so the table checks the same on every machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
@@ -39,6 +41,9 @@ table() {
     echo "|---|---|---|---|"
     sed -E -e 's/pid [0-9]+ on [^ ]+ since [0-9-]+ UTC/pid PID on HOST since TIME UTC/g' \
       -e 's/pid [0-9]+/pid PID/g' -e 's/replaced-[0-9TZ:-]+/replaced-TIMESTAMP/g' \
+      -e 's/\([0-9a-f]{16} stored, [0-9a-f]{16} computed\)/(CHECKSUM stored, CHECKSUM computed)/g' \
+      -e 's/has [0-9.]+ GiB available \([a-zA-Z. ]+\)/has M GiB available (SOURCE)/g' \
+      -e 's/of the [0-9]+ core\(s\) here \([0-9]+\)(.*) or at most [0-9]+/of the N core(s) here (4N)\1 or at most 4N/g' \
       -e 's/\|/\\|/g' "$f" |
       awk -F'\t' '{ printf "| %s | `%s` | %s | %s |\n", $1, $4, $2, $3 }'
   done

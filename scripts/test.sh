@@ -6,21 +6,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Each phase's start, with the seconds since this script began (CI's time budget: 25 minutes).
+phase() { echo "== $1 ($(date -u +%T) UTC, ${SECONDS} s in) =="; }
+trap 'echo "== test.sh ended with status $? after ${SECONDS} s =="' EXIT
 
+phase "installing dependencies"
 bash scripts/install-deps.sh
 
-echo "== formatting (clang-format, .clang-format) =="
+phase "formatting (clang-format, .clang-format)"
 git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+phase "building"
 bash scripts/build.sh -DGOSSAMER_WERROR=ON
+phase "preparing the data"
 bash scripts/prepare-data.sh web
 
-echo "== ctest (Release) =="
+phase "ctest (Release)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 1200
-echo "== docs/RELIABILITY.md against the cases the tests checked =="
+phase "docs/RELIABILITY.md against the cases the tests checked"
 bash scripts/reliability-table.sh --check build
 
 if [[ "${GOSSAMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
+  phase "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer: building"
   generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   # -O1 -g1 (line tables: stack traces keep file:line) compiles in half the time of -O2 -g:
@@ -33,6 +39,7 @@ if [[ "${GOSSAMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
     sed -n 's/^ *Test *#[0-9]*: unit\.//p')
   ((${#unit_targets[@]} > 0)) || { echo "no unit tests found in build-asan" >&2; exit 1; }
   cmake --build build-asan -j "$(nproc)" --target "${unit_targets[@]}"
+  phase "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer: running"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -L unit -j 2 --timeout 1800
 fi

@@ -16,6 +16,15 @@ void KernelsConfig::validate(const std::string& p) const {
 }
 
 void configure_cpu_kernels(const KernelsConfig& kernels, int ranks_on_node) {
+  // More threads than kMaxThreadsPerCore per core only slows a rank down, and far more makes
+  // OpenMP itself fail (100,000 crashed libgomp): a typo, refused before any thread starts.
+  // Checked here, on the machine that runs, not where a config is validated (a sweep's login
+  // node may have fewer cores than its compute nodes).
+  const int cores = omp_get_num_procs(), most = kMaxThreadsPerCore * cores;
+  GOSSAMER_CHECK(kernels.threads <= most,
+                 "kernels.threads: %d is more than %d per core of the %d core(s) here (%d); use "
+                 "0 (the cores shared out among the node's ranks) or at most %d",
+                 kernels.threads, kMaxThreadsPerCore, cores, most, most);
   int threads = kernels.threads;
   if (threads == 0) threads = std::max(1, omp_get_num_procs() / std::max(1, ranks_on_node));
   omp_set_num_threads(threads);

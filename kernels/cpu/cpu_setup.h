@@ -15,6 +15,10 @@
 
 namespace gossamer::kernels::cpu {
 
+// kernels.threads may be at most this many per core of the machine that runs
+// (configure_cpu_kernels()).
+constexpr int kMaxThreadsPerCore = 4;
+
 // Where a run's ops and buffers live.
 enum class KernelsDevice { KERNELS_DEVICE_CPU, KERNELS_DEVICE_CUDA };
 
@@ -31,7 +35,8 @@ struct KernelsConfig {
       "every optimizer; NCCL between ranks; "
       "docs/CUDA.md)");
     v("gemm", gemm, "CPU matrix-product backend (auto: a fixed per-shape rule, docs/PERF.md)");
-    v("threads", threads, "CPU threads per rank (0: cores / ranks on the node)");
+    v("threads", threads,
+      "CPU threads per rank (0: cores / ranks on the node; at most 4 per core)");
     v("matmul_dtype", matmul_dtype,
       "operands of the model's matrix products: fp32, or bf16 (weights and activations rounded "
       "at each product, fp32 accumulation; master weights, gradients and optimizer state stay "

@@ -340,11 +340,18 @@ void gemm_with_impl(GemmImpl impl, bool trans_a, bool trans_b, int M, int N, int
 const std::string& gemm_bf16_implementation() {
   // A probe product (the forward layout of a small linear layer): oneDNN's choice for it says
   // whether this CPU has bf16 instructions; "ref" is oneDNN's slow reference code.
-  static const std::string impl =
-      DnnlContext::instance()
+  // On a CPU without AVX-512 (AVX2 only) oneDNN 2.x has no bf16 matmul at all, not even its
+  // reference code: then none, and the bf16 ops emulate (gemm_bf16_native() is false there).
+  static const std::string impl = [] {
+    try {
+      return DnnlContext::instance()
           .get({false, true, 64, 64, 64, 64, 64, 64, std::bit_cast<uint32_t>(1.0f),
                 std::bit_cast<uint32_t>(0.0f), true})
           .impl;
+    } catch (const Error&) {
+      return std::string("no bf16 matmul on this CPU");
+    }
+  }();
   return impl;
 }
 

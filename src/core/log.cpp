@@ -2,6 +2,7 @@
 #include "core/log.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -11,16 +12,20 @@
 namespace gossamer {
 namespace {
 std::atomic<int> g_log_rank{0};
+// Set when stderr is a pipe whose reader has gone (EPIPE; SIGPIPE ignored by training): the
+// log stops writing there and the process goes on (metrics.jsonl still records every step).
+std::atomic<bool> g_log_pipe_closed{false};
 
 void emit(const char* level, bool all_ranks, const char* fmt, va_list args) {
   int rank = g_log_rank.load();
-  if (!all_ranks && rank != 0) return;
+  if ((!all_ranks && rank != 0) || g_log_pipe_closed.load()) return;
   std::string msg = vstrprintf(fmt, args);
+  int written;
   if (all_ranks && rank != 0)
-    std::fprintf(stderr, "[%s rank %d] %s\n", level, rank, msg.c_str());
+    written = std::fprintf(stderr, "[%s rank %d] %s\n", level, rank, msg.c_str());
   else
-    std::fprintf(stderr, "[%s] %s\n", level, msg.c_str());
-  std::fflush(stderr);
+    written = std::fprintf(stderr, "[%s] %s\n", level, msg.c_str());
+  if ((written < 0 || std::fflush(stderr) != 0) && errno == EPIPE) g_log_pipe_closed.store(true);
 }
 }  // namespace
 

@@ -21,6 +21,8 @@
 #include "data/shard.h"
 #include "data/text_check.h"
 #include "data/tokenizer.h"
+#include "io/json_file.h"
+#include "io/output_guard.h"
 
 namespace gossamer::data {
 namespace {
@@ -89,8 +91,7 @@ void encode_batch(const Tokenizer& tok, std::vector<std::string>& docs, ShardSin
 
 // Logs invalid UTF-8 in the input `path` with counts; refuses a file that is mostly not text.
 void check_is_text(const std::string& path, bool allow_binary) {
-  std::ifstream probe(path, std::ios::binary);
-  GOSSAMER_CHECK(probe.good(), "prep: input %s: cannot open for reading", path.c_str());
+  io::check_regular_file(path, "prep input");  // a directory, a FIFO, a device: named
   const TextScan scan = scan_text_file(path);
   const double fraction = scan.non_text_fraction();
   GOSSAMER_CHECK(allow_binary || fraction <= kMaxNonTextFraction,
@@ -128,6 +129,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const PrepOptions& opt) {
   std::unique_ptr<Tokenizer> tok;
   if (!train) tok = load_tokenizer(spec);  // fails before anything is written
   const std::filesystem::path parent = std::filesystem::path(opt.output_prefix).parent_path();
+  io::refuse_training_paths(parent.empty() ? "." : parent.string(), "prep: --output");
   if (!parent.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);

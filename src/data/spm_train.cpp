@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -163,8 +164,21 @@ SpmTrainStats spm_train(const SpmTrainOptions& opt) {
   if (!lines.error().empty()) fail("%s", lines.error().c_str());
   GOSSAMER_CHECK(lines.sentences() > 0, "spm training: the inputs hold no text (first input %s)",
                  opt.inputs.front().c_str());
-  if (!status.ok())
-    fail("spm training for %s failed: %s", stats.model_path.c_str(), status.ToString().c_str());
+  if (!status.ok()) {
+    // sentencepiece's messages name its own flags (--character_coverage), which prep does not
+    // have: the one failure a user can cause by an option is said in prep's terms.
+    const std::string why = status.ToString();
+    const size_t at = why.find("Vocabulary size is smaller than required_chars. ");
+    if (at != std::string::npos) {
+      unsigned asked = 0, needed = 0;
+      if (std::sscanf(why.c_str() + at + 48, "%u vs %u", &asked, &needed) == 2)
+        fail(
+            "prep: --spm-vocab-size %u is smaller than the %u characters and special pieces "
+            "the corpus needs; give --spm-vocab-size %u or more",
+            asked, needed, needed);
+    }
+    fail("spm training for %s failed: %s", stats.model_path.c_str(), why.c_str());
+  }
   GOSSAMER_CHECK(!model.empty(), "spm training for %s produced no model", stats.model_path.c_str());
   stats.sentences = lines.sentences();
   stats.bytes = lines.bytes();

@@ -59,7 +59,7 @@ void export_hf_model(const model::Model& model, const std::string& tokenizer_spe
   const float* params = host.span().data();
   warn_nonzero_padding(adapter, model, params);
 
-  io::StagingDir out(hf_dir, force, "config.json", "export-hf: HF_DIR");
+  io::StagingDir out(hf_dir, io::CommandOutput{"export-hf", force}, "export-hf: HF_DIR");
   HfSpecialTokens ids;
   if (tok) ids = write_hf_tokenizer(*tok, cfg.max_seq_len, out);
 

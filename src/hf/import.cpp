@@ -21,6 +21,7 @@
 #include "hf/adapter.h"
 #include "hf/export.h"
 #include "hf/tokenizer_files.h"
+#include "io/json_file.h"
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
 #include "kernels/ops.h"
@@ -36,11 +37,9 @@ using nlohmann::json;
 namespace {
 
 json read_json_object(const fs::path& path, const char* hint) {
-  std::ifstream in(path);
-  GOSSAMER_CHECK(in.good(), "%s: cannot open%s", path.c_str(), hint);
-  json j = json::parse(in, nullptr, false);
-  GOSSAMER_CHECK(!j.is_discarded() && j.is_object(), "%s: not a valid JSON object", path.c_str());
-  return j;
+  std::error_code ec;
+  GOSSAMER_CHECK(fs::exists(path, ec), "%s: cannot open: no such file%s", path.c_str(), hint);
+  return io::read_json_object(path.string(), "JSON file");
 }
 
 // The safetensors files of an HF directory, tensor name -> reader.
@@ -170,10 +169,11 @@ bool is_hf_model_dir(const std::string& path) {
   const fs::path dir(path);
   std::error_code ec;
   if (!fs::is_directory(dir, ec) || fs::exists(dir / "trainer.json", ec)) return false;
-  std::ifstream in(dir / "config.json");
-  if (!in.good()) return false;
-  json j = json::parse(in, nullptr, false);
-  return !j.is_discarded() && j.is_object() && j.contains("model_type");
+  try {
+    return io::read_json_object((dir / "config.json").string(), "HF config").contains("model_type");
+  } catch (const Error&) {
+    return false;  // no config.json of a model: not an HF model directory
+  }
 }
 
 HfModelSpec read_hf_model_spec(const std::string& hf_dir) {
@@ -287,7 +287,8 @@ void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, boo
   load_hf_weights(hf_dir, spec, *model);
   const double t_read = watch.seconds();
 
-  io::StagingDir out(checkpoint_dir, force, "trainer.json", "import-hf: CHECKPOINT_DIR");
+  io::StagingDir out(checkpoint_dir, io::CommandOutput{"import-hf", force},
+                     "import-hf: CHECKPOINT_DIR");
   train::RunConfig rc;
   rc.model = model->config();
   rc.data.tokenizer = import_hf_tokenizer(tok, out, "tokenizer");
@@ -296,7 +297,7 @@ void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, boo
   const json resolved = to_json(rc);
 
   train::write_model_weights(out.path() + "/model.safetensors", model->layout(),
-                             model::HostParamsView(*model).span(), resolved);
+                             model::HostParamsView(*model).span(), resolved, /*step=*/0);
   json trainer = train::trainer_state_json(train::initial_trainer_state(rc.train.seed), resolved);
   trainer["imported_from"] = fs::absolute(hf_dir).lexically_normal().string();
   out.write_file("trainer.json", trainer.dump(2) + "\n");

@@ -13,6 +13,7 @@
 #include "core/sha256.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/spm_tokenizer.h"
+#include "io/json_file.h"
 
 namespace gossamer::hf {
 
@@ -128,10 +129,7 @@ HfTokenizerSource find_hf_tokenizer(const std::string& hf_dir) {
                  vocab = dir / "vocab.json", merges = dir / "merges.txt";
   std::string cls;
   if (file_exists(config)) {
-    std::ifstream in(config);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    GOSSAMER_CHECK(!j.is_discarded() && j.is_object(), "%s: not a valid JSON object",
-                   config.c_str());
+    const nlohmann::json j = io::read_json_object(config.string(), "tokenizer config");
     auto it = j.find("tokenizer_class");
     if (it != j.end() && it->is_string()) cls = it->get<std::string>();
   }

@@ -2,10 +2,14 @@
 // number overflow and syntax errors rethrown as gossamer::Error naming the file.
 #include "io/json_file.h"
 
-#include <filesystem>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
@@ -65,17 +69,78 @@ Json parse_strict_json(const std::string& text, const std::string& source) {
   return j;
 }
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Opens `path` for reading without blocking (a FIFO would wait for a writer) and checks that
+// it is a regular file; returns the descriptor and its status.
+int open_regular(const std::string& path, const char* what, struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  GOSSAMER_CHECK(fd >= 0, "%s: cannot open %s: %s", path.c_str(), what, std::strerror(errno));
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("%s: cannot read %s: %s", path.c_str(), what, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("%s: is %s, not a %s (a regular file is expected)", path.c_str(), file_kind(st.st_mode),
+         what);
+  }
+  return fd;
+}
+
+}  // namespace
+
+std::string read_user_file(const std::string& path, const char* what, size_t max_bytes) {
+  struct stat st {};
+  const int fd = open_regular(path, what, st);
+  const auto too_large = [&] {
+    ::close(fd);
+    fail("%s: %s of more than %zu bytes; refusing to read it (is it the right file?)", path.c_str(),
+         what, max_bytes);
+  };
+  if (uint64_t(st.st_size) > max_bytes) too_large();
+  std::string text;
+  char buf[65536];
+  for (;;) {  // bounded even if the file grows while it is read
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail("%s: cannot read %s: %s", path.c_str(), what, std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > max_bytes) too_large();
+  }
+  ::close(fd);
+  return text;
+}
+
+void check_regular_file(const std::string& path, const char* what) {
+  struct stat st {};
+  ::close(open_regular(path, what, st));
+}
+
+nlohmann::json read_json_object(const std::string& path, const char* what) {
+  nlohmann::json j = nlohmann::json::parse(read_user_file(path, what), nullptr, false);
+  GOSSAMER_CHECK(!j.is_discarded() && j.is_object(), "%s: not a valid JSON object", path.c_str());
+  return j;
+}
+
 template <class Json>
 Json read_strict_json_file(const std::string& path, const char* what) {
-  std::error_code ec;
-  GOSSAMER_CHECK(!std::filesystem::is_directory(path, ec), "%s: is a directory, not a %s",
-                 path.c_str(), what);
-  std::ifstream in(path);
-  GOSSAMER_CHECK(in.good(), "%s: cannot open %s", path.c_str(), what);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  GOSSAMER_CHECK(!in.bad(), "%s: read error", path.c_str());
-  return parse_strict_json<Json>(ss.str(), path);
+  return parse_strict_json<Json>(read_user_file(path, what), path);
 }
 
 template nlohmann::json parse_strict_json<nlohmann::json>(const std::string&, const std::string&);

@@ -90,6 +90,10 @@ class SafetensorsReader {
   // naming the file and the tensor when one does not match (the file is damaged), or when a file
   // that holds checksums (checksum_algorithm) has a tensor without one (its header is damaged).
   size_t verify_checksums() const;
+  // One value for the file's stored tensor checksums (their names and values, hashed in name
+  // order; "" for a file without checksums): what ties the file to the record of another file
+  // (a checkpoint's trainer.json). Reads the header only; verify_checksums() ties it to the bytes.
+  std::string checksums_digest() const;
 
   // Checks that tensor `name` has exactly dtype `want` and shape `want_shape`, then copies its
   // nbytes() into dst. Errors: "tensor X in FILE has shape [..], expected [..]" (same for dtype).

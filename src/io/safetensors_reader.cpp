@@ -366,4 +366,11 @@ size_t SafetensorsReader::verify_checksums() const {
   return checked;
 }
 
+std::string SafetensorsReader::checksums_digest() const {
+  std::string entries;
+  for (const auto& [key, value] : metadata_)  // std::map: in name order
+    if (key.starts_with("checksum.")) entries += key + "=" + value + "\n";
+  return entries.empty() ? "" : checksum_hex(checksum64(entries.data(), entries.size()));
+}
+
 }  // namespace gossamer::io

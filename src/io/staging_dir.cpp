@@ -12,44 +12,53 @@
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/output_guard.h"
 
 namespace gossamer::io {
 
 namespace fs = std::filesystem;
 
-StagingDir::StagingDir(const std::string& final_dir, bool force, const std::string& marker,
+StagingDir::StagingDir(const std::string& final_dir, const CommandOutput& owner,
                        const std::string& what)
     : what_(what) {
   GOSSAMER_CHECK(!final_dir.empty(), "%s: empty path", what.c_str());
+  check_replaceable(final_dir, owner.command, owner.force, what);
+  create(final_dir);
+  write_file(kOutputMarker, output_marker(owner.command));
+}
+
+StagingDir::StagingDir(const std::string& final_dir, RunCheckpoint, const std::string& what)
+    : what_(what) {
+  GOSSAMER_CHECK(!final_dir.empty(), "%s: empty path", what.c_str());
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(final_dir, ec);
+  if (fs::exists(st)) {
+    GOSSAMER_CHECK(fs::is_directory(st), "%s: %s exists and is not a directory", what.c_str(),
+                   final_dir.c_str());
+    GOSSAMER_CHECK(fs::is_empty(final_dir, ec) || fs::exists(fs::path(final_dir) / "trainer.json"),
+                   "%s: %s is not empty and holds no trainer.json: refusing to replace it",
+                   what.c_str(), final_dir.c_str());
+  }
+  create(final_dir);
+}
+
+void StagingDir::create(const std::string& final_dir) {
   fs::path final_path = fs::path(final_dir).lexically_normal();
   if (!final_path.has_filename()) final_path = final_path.parent_path();  // "out/" -> "out"
   final_ = final_path.string();
   std::error_code ec;
-  const fs::file_status st = fs::symlink_status(final_path, ec);
-  if (fs::exists(st)) {
-    GOSSAMER_CHECK(fs::is_directory(st), "%s: %s exists and is not a directory", what.c_str(),
-                   final_.c_str());
-    const bool empty = fs::is_empty(final_path, ec);
-    if (!empty) {
-      GOSSAMER_CHECK(force, "%s: %s exists and is not empty (use --force to replace it)",
-                     what.c_str(), final_.c_str());
-      GOSSAMER_CHECK(fs::exists(final_path / marker, ec),
-                     "%s: %s is not empty and holds no %s: refusing to replace it even with "
-                     "--force",
-                     what.c_str(), final_.c_str(), marker.c_str());
-    }
-  }
   fs::path parent = final_path.parent_path();
   if (parent.empty()) parent = ".";
   fs::create_directories(parent, ec);
   GOSSAMER_CHECK(!ec && fs::is_directory(parent), "%s: cannot create directory %s: %s",
-                 what.c_str(), parent.c_str(),
+                 what_.c_str(), parent.c_str(),
                  ec ? ec.message().c_str() : "a path component is not a directory");
   tmp_ =
       (parent / strprintf(".%s.tmp-%d", final_path.filename().c_str(), int(::getpid()))).string();
   fs::remove_all(tmp_, ec);
   fs::create_directory(tmp_, ec);
-  GOSSAMER_CHECK(!ec, "%s: cannot create %s: %s", what.c_str(), tmp_.c_str(), ec.message().c_str());
+  GOSSAMER_CHECK(!ec, "%s: cannot create %s: %s", what_.c_str(), tmp_.c_str(),
+                 ec.message().c_str());
 }
 
 StagingDir::~StagingDir() {
@@ -85,7 +94,7 @@ void StagingDir::commit() {
   std::error_code ec;
   fs::path old;
   if (fs::exists(fs::symlink_status(final_path, ec))) {
-    // Empty, or --force with the marker (checked at construction): move it aside first.
+    // Empty, or replaceable as the constructor checked: move it aside first.
     old = final_path.parent_path() /
           strprintf(".%s.old-%d", final_path.filename().c_str(), int(::getpid()));
     fs::remove_all(old, ec);

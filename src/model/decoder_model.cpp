@@ -98,6 +98,15 @@ void DecoderModel::size_linear_scratch() {
   linear_scratch_ = Buffer<unsigned char>(bytes, *ops_.memory);
 }
 
+void DecoderModel::allocate_activations(std::span<Buffer<float>* const> buffers,
+                                        const std::vector<size_t>& sizes) {
+  GOSSAMER_CHECK(buffers.size() == sizes.size(),
+                 "model: %zu activation buffers and %zu sizes (the family's activation_sizes() "
+                 "and its constructor disagree)",
+                 buffers.size(), sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) *buffers[i] = Buffer<float>(sizes[i], *ops_.memory);
+}
+
 int DecoderModel::linear_rows(int C, int OC) const {
   const size_t widest = size_t(std::max({C, OC, 1}));
   return int(std::clamp<size_t>(linear_chunk_elems_ / widest, 1, size_t(max_B_) * max_T_));

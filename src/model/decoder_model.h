@@ -44,6 +44,9 @@
 
 namespace gossamer::model {
 
+// Rows x width of one LM-head chunk and of one bf16 product call, at most (2^26 floats).
+constexpr size_t kLinearChunkElems = size_t{1} << 26;
+
 class DecoderModel : public Model {
  public:
   const ModelConfig& config() const final { return cfg_; }
@@ -149,9 +152,13 @@ class DecoderModel : public Model {
   Buffer<uint16_t> params_bf16_;          // bf16 products: params_ rounded, at the same offsets
   Buffer<unsigned char> linear_scratch_;  // bf16 products: the ops' scratch
   std::vector<std::pair<int, int>> linear_shapes_;  // (C, OC) of every product (reserve_linear)
-  size_t linear_chunk_elems_ = size_t{1} << 26;
+  size_t linear_chunk_elems_ = kLinearChunkElems;
   int linear_rows(int C, int OC) const;  // rows per bf16 product call and per LM-head chunk
-  void size_linear_scratch();            // for linear_shapes_ at linear_rows() rows each
+  // Allocates each activation buffer with its size (a family's activation_sizes(), in the order
+  // of `buffers`); throws if the two lists differ in length.
+  void allocate_activations(std::span<Buffer<float>* const> buffers,
+                            const std::vector<size_t>& sizes);
+  void size_linear_scratch();  // for linear_shapes_ at linear_rows() rows each
 
   // The batch of the last forward (buffers sized for max_B_ x max_T_).
   int B_ = 0, T_ = 0;

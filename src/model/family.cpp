@@ -22,9 +22,11 @@ std::unique_ptr<Model> make(const ModelConfig& config, int max_batch, int max_se
 // lookup-only embedding is wpe; Llama's lm_head is untied, so wte is only looked up.
 constexpr ModelFamilyInfo kFamilies[] = {
     {ModelFamily::MODEL_FAMILY_GPT2, &Gpt2::default_d_ff, &Gpt2::validate_config, &make<Gpt2>,
-     0x6770'7432, "attn.proj.weight", "mlp.proj.weight", "wpe"},
+     &Gpt2::parameter_count, &Gpt2::activation_sizes, 0x6770'7432, "attn.proj.weight",
+     "mlp.proj.weight", "wpe"},
     {ModelFamily::MODEL_FAMILY_LLAMA, &Llama::default_d_ff, &Llama::validate_config, &make<Llama>,
-     0x6c6c'616d, "attn.o.weight", "mlp.down.weight", "wte"},
+     &Llama::parameter_count, &Llama::activation_sizes, 0x6c6c'616d, "attn.o.weight",
+     "mlp.down.weight", "wte"},
 };
 
 constexpr bool rows_follow_the_enum() {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/enum_names.h"
 #include "kernels/matmul_dtype.h"
@@ -65,6 +66,11 @@ struct ModelFamilyInfo {
   // Builds the family's model for a validated config.
   std::unique_ptr<Model> (*make)(const ModelConfig& config, int max_batch, int max_seq,
                                  const kernels::OpTable& ops, kernels::MatmulDtype matmul_dtype);
+  // Without building it: the model's parameter count, and the float count of each activation
+  // buffer its constructor allocates (the constructor allocates from this very list).
+  size_t (*parameter_count)(const ModelConfig& config);
+  std::vector<size_t> (*activation_sizes)(const ModelConfig& config, int max_batch, int max_seq,
+                                          const kernels::OpTable& ops);
   // The Rng stream DecoderModel::init_weights() draws from.
   uint64_t init_stream;
   // Name suffixes of the residual projections (the attention's and the MLP's output

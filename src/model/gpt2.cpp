@@ -35,30 +35,47 @@ Gpt2::Gpt2(const ModelConfig& config, int max_batch, int max_seq, const kernels:
   allocate_parameters();
   reserve_linear({{C_, 3 * C_}, {C_, C_}, {C_, 4 * C_}, {4 * C_, C_}, {C_, Vp_}});
 
-  const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_;
-  encoded_ = Buffer<float>(BT * C, *ops_.memory);
-  ln1_ = Buffer<float>(L * BT * C, *ops_.memory);
-  ln1_mean_ = Buffer<float>(L * BT, *ops_.memory);
-  ln1_rstd_ = Buffer<float>(L * BT, *ops_.memory);
-  qkv_ = Buffer<float>(L * BT * 3 * C, *ops_.memory);
-  atty_ = Buffer<float>(L * BT * C, *ops_.memory);
-  att_saved_ = Buffer<float>(L * ops_.attention_saved_size(max_B_, max_T_, NH_), *ops_.memory);
-  residual2_ = Buffer<float>(L * BT * C, *ops_.memory);
-  ln2_ = Buffer<float>(L * BT * C, *ops_.memory);
-  ln2_mean_ = Buffer<float>(L * BT, *ops_.memory);
-  ln2_rstd_ = Buffer<float>(L * BT, *ops_.memory);
-  fch_ = Buffer<float>(L * BT * 4 * C, *ops_.memory);
-  fch_gelu_ = Buffer<float>(L * BT * 4 * C, *ops_.memory);
-  residual3_ = Buffer<float>(L * BT * C, *ops_.memory);
-  lnf_ = Buffer<float>(BT * C, *ops_.memory);
-  lnf_mean_ = Buffer<float>(BT, *ops_.memory);
-  lnf_rstd_ = Buffer<float>(BT, *ops_.memory);
-  dresidual_ = Buffer<float>(BT * C, *ops_.memory);
-  dbt_c_ = Buffer<float>(BT * C, *ops_.memory);
-  dqkv_ = Buffer<float>(BT * 3 * C, *ops_.memory);
-  dfch_gelu_ = Buffer<float>(BT * 4 * C, *ops_.memory);
-  dfch_ = Buffer<float>(BT * 4 * C, *ops_.memory);
-  att_scratch_ = Buffer<float>(ops_.attention_scratch_size(max_B_, max_T_, NH_), *ops_.memory);
+  Buffer<float>* activations[] = {&encoded_,   &ln1_,       &ln1_mean_,   &ln1_rstd_,  &qkv_,
+                                  &atty_,      &att_saved_, &residual2_,  &ln2_,       &ln2_mean_,
+                                  &ln2_rstd_,  &fch_,       &fch_gelu_,   &residual3_, &lnf_,
+                                  &lnf_mean_,  &lnf_rstd_,  &dresidual_,  &dbt_c_,     &dqkv_,
+                                  &dfch_gelu_, &dfch_,      &att_scratch_};
+  allocate_activations(activations, activation_sizes(cfg_, max_B_, max_T_, ops_));
+}
+
+size_t Gpt2::parameter_count(const ModelConfig& c) {
+  const size_t C = c.d_model, F = c.d_ff_resolved(), L = c.n_layer;
+  const size_t block = 4 * C + (3 * C * C + 3 * C) + (C * C + C) + (F * C + F) + (C * F + C);
+  return 2 * C + L * block + size_t(c.max_seq_len) * C + size_t(c.padded_vocab_resolved()) * C;
+}
+
+std::vector<size_t> Gpt2::activation_sizes(const ModelConfig& c, int max_batch, int max_seq,
+                                           const kernels::OpTable& ops) {
+  const size_t BT = size_t(max_batch) * max_seq, C = c.d_model, L = c.n_layer;
+  const size_t saved = ops.attention_saved_size(max_batch, max_seq, c.n_head);
+  return {BT * C,
+          L * BT * C,
+          L * BT,
+          L * BT,
+          L * BT * 3 * C,
+          L * BT * C,
+          L * saved,
+          L * BT * C,
+          L * BT * C,
+          L * BT,
+          L * BT,
+          L * BT * 4 * C,
+          L * BT * 4 * C,
+          L * BT * C,
+          BT * C,
+          BT,
+          BT,
+          BT * C,
+          BT * C,
+          BT * 3 * C,
+          BT * 4 * C,
+          BT * 4 * C,
+          ops.attention_scratch_size(max_batch, max_seq, c.n_head)};
 }
 
 void Gpt2::build_layout() {

@@ -29,6 +29,11 @@ class Gpt2 final : public DecoderModel {
   // attention, d_ff, RoPE or RMSNorm settings (they must keep their defaults).
   static int default_d_ff(int d_model) { return 4 * d_model; }
   static void validate_config(const ModelConfig& config, const std::string& path);
+  // Without building the model: its parameters, and the floats of the activation buffers the
+  // constructor allocates for (max_batch, max_seq), one size per buffer in its order.
+  static size_t parameter_count(const ModelConfig& config);
+  static std::vector<size_t> activation_sizes(const ModelConfig& config, int max_batch, int max_seq,
+                                              const kernels::OpTable& ops);
 
  private:
   const float* forward_hidden(int B, int T) override;

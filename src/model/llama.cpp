@@ -32,27 +32,36 @@ Llama::Llama(const ModelConfig& config, int max_batch, int max_seq, const kernel
   allocate_parameters();
   reserve_linear({{C_, QKV_}, {NH_ * hs_, C_}, {C_, 2 * F_}, {F_, C_}, {C_, Vp_}});
 
-  const size_t BT = size_t(max_B_) * max_T_, C = C_, L = L_, F = F_, QKV = QKV_;
-  encoded_ = Buffer<float>(BT * C, *ops_.memory);
-  attn_norm_ = Buffer<float>(L * BT * C, *ops_.memory);
-  attn_rstd_ = Buffer<float>(L * BT, *ops_.memory);
-  qkv_ = Buffer<float>(L * BT * QKV, *ops_.memory);
-  atty_ = Buffer<float>(L * BT * C, *ops_.memory);
-  att_saved_ = Buffer<float>(L * ops_.attention_saved_size(max_B_, max_T_, NH_), *ops_.memory);
-  residual2_ = Buffer<float>(L * BT * C, *ops_.memory);
-  mlp_norm_ = Buffer<float>(L * BT * C, *ops_.memory);
-  mlp_rstd_ = Buffer<float>(L * BT, *ops_.memory);
-  gate_up_ = Buffer<float>(L * BT * 2 * F, *ops_.memory);
-  swiglu_ = Buffer<float>(L * BT * F, *ops_.memory);
-  residual3_ = Buffer<float>(L * BT * C, *ops_.memory);
-  norm_f_out_ = Buffer<float>(BT * C, *ops_.memory);
-  norm_f_rstd_ = Buffer<float>(BT, *ops_.memory);
-  dresidual_ = Buffer<float>(BT * C, *ops_.memory);
-  dbt_c_ = Buffer<float>(BT * C, *ops_.memory);
-  dqkv_ = Buffer<float>(BT * QKV, *ops_.memory);
-  dswiglu_ = Buffer<float>(BT * F, *ops_.memory);
-  dgate_up_ = Buffer<float>(BT * 2 * F, *ops_.memory);
-  att_scratch_ = Buffer<float>(ops_.attention_scratch_size(max_B_, max_T_, NH_), *ops_.memory);
+  Buffer<float>* activations[] = {
+      &encoded_,   &attn_norm_, &attn_rstd_, &qkv_,     &atty_,      &att_saved_,  &residual2_,
+      &mlp_norm_,  &mlp_rstd_,  &gate_up_,   &swiglu_,  &residual3_, &norm_f_out_, &norm_f_rstd_,
+      &dresidual_, &dbt_c_,     &dqkv_,      &dswiglu_, &dgate_up_,  &att_scratch_};
+  allocate_activations(activations, activation_sizes(cfg_, max_B_, max_T_, ops_));
+}
+
+size_t Llama::parameter_count(const ModelConfig& c) {
+  const size_t C = c.d_model, F = c.d_ff_resolved(), L = c.n_layer, hs = C / c.n_head;
+  const size_t Q = size_t(c.n_head) * hs, KV = size_t(c.n_kv_head_resolved()) * hs;
+  const size_t block = C + (Q + 2 * KV) * C + C * Q + C + 2 * F * C + C * F;
+  return 2 * size_t(c.padded_vocab_resolved()) * C + C + L * block;
+}
+
+std::vector<size_t> Llama::activation_sizes(const ModelConfig& c, int max_batch, int max_seq,
+                                            const kernels::OpTable& ops) {
+  const size_t BT = size_t(max_batch) * max_seq, C = c.d_model, L = c.n_layer;
+  const size_t F = c.d_ff_resolved(), hs = C / c.n_head;
+  const size_t QKV = (size_t(c.n_head) + 2 * size_t(c.n_kv_head_resolved())) * hs;
+  const size_t saved = ops.attention_saved_size(max_batch, max_seq, c.n_head);
+  return {BT * C,     L * BT * C,
+          L * BT,     L * BT * QKV,
+          L * BT * C, L * saved,
+          L * BT * C, L * BT * C,
+          L * BT,     L * BT * 2 * F,
+          L * BT * F, L * BT * C,
+          BT * C,     BT,
+          BT * C,     BT * C,
+          BT * QKV,   BT * F,
+          BT * 2 * F, ops.attention_scratch_size(max_batch, max_seq, c.n_head)};
 }
 
 void Llama::build_layout() {

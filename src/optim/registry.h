@@ -18,6 +18,9 @@ struct OptimizerEntry {
   std::string_view summary;
   std::vector<std::string_view> sections;  // config sections the method reads
   std::unique_ptr<Optimizer> (*make)(const OptimizerSetup& setup);
+  // fp32 state values per parameter each rank keeps at least, before ZeRO sharding divides
+  // them (Adam's two moments: 2): a lower bound for the memory check (train/memory_check.h).
+  int min_state_floats = 0;
 };
 
 const std::vector<OptimizerEntry>& optimizer_registry();

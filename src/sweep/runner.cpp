@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "io/atomic_file.h"
+#include "io/output_guard.h"
 #include "sweep/process.h"
 #include "sweep/summary.h"
 
@@ -90,12 +91,7 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return utc_now("%Y-%m-%dT%H:%M:%SZ");
 }
 
 std::vector<std::string> tail_lines(const fs::path& path, size_t n) {
@@ -276,6 +272,15 @@ void print_dry_run(const SweepSpec& spec, const std::vector<SweepPlanItem>& plan
 // Creates OUT and every point directory to run, clears what a restart replaces, and writes each
 // one's resolved config (point.json), before any launch.
 void prepare_point_dirs(const SweepSpec& spec, const std::vector<SweepPlanItem>& plan) {
+  io::refuse_training_paths(spec.out, "sweep: out");
+  for (size_t i = 0; i < plan.size(); ++i) {  // before anything is removed
+    if (plan[i].action == SweepAction::SKIP) continue;
+    const std::string holder = io::lock_holder(spec.points[i].dir);
+    GOSSAMER_CHECK(holder.empty(),
+                   "sweep: point %s: its run directory %s is in use by a training (%s); wait for "
+                   "it to end (another sweep over the same directory?)",
+                   spec.points[i].name.c_str(), spec.points[i].dir.c_str(), holder.c_str());
+  }
   std::error_code ec;
   fs::create_directories(spec.out, ec);
   GOSSAMER_CHECK(!ec && fs::is_directory(spec.out), "cannot create sweep directory %s: %s",

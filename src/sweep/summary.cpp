@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/atomic_file.h"
+#include "io/json_file.h"
 #include "io/json_path.h"
 #include "sweep/plot_script.h"
 #include "sweep/process.h"
@@ -35,13 +36,13 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// The JSON object in `path`, or null when there is none (a point not run yet).
 json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in.good()) return nullptr;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? json(nullptr) : j;
+  try {
+    return io::read_json_object(path.string(), "JSON file");
+  } catch (const Error&) {
+    return nullptr;
+  }
 }
 
 std::string csv_field(const std::string& s) {

@@ -2,7 +2,9 @@
 //   model.safetensors      fp32 parameters by name (world-size independent)
 //   optimizer.safetensors  the optimizer's state of every rank, by scope and dtype
 //                          (train/optimizer_state_file.h)
-//   trainer.json           step, data-loader position, RNG state, tokens seen, resolved config
+//   trainer.json           step, data-loader position, RNG state, tokens seen, resolved config,
+//                          and each safetensors file named by its checksums (files mixed across
+//                          checkpoints are refused); each file's metadata names its step
 // Written into a hidden temporary directory and renamed into place when complete, so a
 // directory named step_* is always whole. Loading validates every tensor's name, dtype and
 // shape against the model and optimizer and names the file and tensor on any mismatch.
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +30,11 @@ constexpr int kCheckpointFormatVersion = 1;
 struct TrainerState {
   int64_t step = 0;  // optimizer steps completed
   int64_t tokens_seen = 0;
+  // The global batch (tokens per step) since step batch_since_step, when tokens_seen was
+  // batch_since_tokens (a resume that changes the global batch starts a new stretch); 0 in
+  // checkpoints that predate the record. trainer.json checks tokens_seen against them.
+  int64_t tokens_per_step = 0;
+  int64_t batch_since_step = 0, batch_since_tokens = 0;
   data::LoaderPosition loader;
   Rng::State sample_rng{};
 };
@@ -34,9 +42,10 @@ struct TrainerState {
 // The trainer state a fresh run of `seed` starts from (step 0, sampling RNG seeded).
 TrainerState initial_trainer_state(uint64_t seed);
 
-// model.safetensors: every parameter by name (fp32) plus format metadata and the model config.
+// model.safetensors: every parameter by name (fp32) plus format metadata, the model config and
+// the step of the checkpoint it is written for.
 void write_model_weights(const std::string& path, const model::ParamLayout& layout,
-                         std::span<const float> params, const nlohmann::json& config);
+                         std::span<const float> params, const nlohmann::json& config, int64_t step);
 // trainer.json's content for `state` and the resolved run config.
 nlohmann::json trainer_state_json(const TrainerState& state, const nlohmann::json& config);
 
@@ -54,8 +63,18 @@ std::string save_checkpoint(const std::string& run_dir, const model::Model& mode
                             optim::Optimizer& optimizer, const TrainerState& state,
                             const nlohmann::json& config);
 
-// Deletes all but the newest `keep` checkpoints of run_dir (keep == 0: none deleted).
-void prune_checkpoints(const std::string& run_dir, int64_t keep);
+// Deletes all but the newest `keep` of run_dir's checkpoints at or before `step`, the step just
+// written (keep == 0: none deleted). Checkpoints after `step` (an earlier timeline's, when a run
+// resumed from an older checkpoint) are never deleted: the run replaces each when it reaches
+// its step.
+void prune_checkpoints(const std::string& run_dir, int64_t keep, int64_t step);
+// The steps of run_dir's checkpoints after `step`, for the warning of a run resumed before them.
+std::vector<int64_t> checkpoints_after(const std::string& run_dir, int64_t step);
+// Moves aside (checkpoints/aside-step_N-TIMESTAMP, with a warning each) every directory step_N
+// whose content is not a checkpoint of step N: no trainer.json, an unreadable one, or another
+// step's. Readers skip them with a warning; the training holding the run's lock calls this, so
+// that such a directory neither shadows nor blocks a checkpoint.
+void move_checkpoint_debris_aside(const std::string& run_dir);
 
 // Resolves a checkpoint path: a checkpoint directory itself, or a run directory (its newest
 // checkpoint). Throws naming the path when there is none.

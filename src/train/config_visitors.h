@@ -74,11 +74,19 @@ inline const char* json_kind(const json& j) {
   }
 }
 
+// What a value is, for messages: "null", "an object", "integer 12", "string \"x\"".
+inline std::string describe_json(const json& j) {
+  if (j.is_null()) return "null";
+  if (j.is_object()) return "an object";
+  if (j.is_array()) return "an array";
+  return std::string(json_kind(j)) + " " + j.dump();
+}
+
 template <class T>
 T convert(const json& j, const std::string& where) {
   auto mismatch = [&]() {
-    fail("%s: expected %s, found %s %s", where.c_str(), type_name<T>().c_str(), json_kind(j),
-         j.dump().c_str());
+    fail("%s: expected %s, found %s", where.c_str(), type_name<T>().c_str(),
+         describe_json(j).c_str());
   };
   if constexpr (std::is_same_v<T, optim::LocalSteps>) {
     optim::LocalSteps steps{{}};
@@ -110,9 +118,12 @@ T convert(const json& j, const std::string& where) {
     long double x = j.is_number_float()      ? (long double)j.get<double>()
                     : j.is_number_unsigned() ? (long double)j.get<uint64_t>()
                                              : (long double)j.get<int64_t>();
-    if (std::floor(x) != x || x < (long double)std::numeric_limits<T>::min() ||
+    if (std::floor(x) != x) mismatch();
+    if (x < (long double)std::numeric_limits<T>::min() ||
         x > (long double)std::numeric_limits<T>::max())
-      mismatch();
+      fail("%s: expected %s from %lld to %llu, found %s, out of that range", where.c_str(),
+           type_name<T>().c_str(), (long long)std::numeric_limits<T>::min(),
+           (unsigned long long)std::numeric_limits<T>::max(), describe_json(j).c_str());
     return static_cast<T>(x);
   }
 }

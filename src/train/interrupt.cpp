@@ -1,4 +1,4 @@
-// Signal watcher thread: sigwait() on SIGINT/SIGTERM blocked everywhere else.
+// Signal watcher thread: sigwait() on SIGINT/SIGTERM/SIGHUP blocked everywhere else.
 #include "train/interrupt.h"
 
 #include <pthread.h>
@@ -47,27 +47,48 @@ void interrupt_note_step(int64_t step) {
 void interrupt_install() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;
+  // A closed log pipe (`gossamer train ... 2>&1 | head`) must not end the training: writes to
+  // it fail with EPIPE instead (core/log.h stops writing there).
+  std::signal(SIGPIPE, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
   GOSSAMER_CHECK(pthread_sigmask(SIG_BLOCK, &set, nullptr) == 0,
-                 "cannot block SIGINT/SIGTERM for the signal watcher");
+                 "cannot block SIGINT/SIGTERM/SIGHUP for the signal watcher");
   std::thread([set]() {
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
+      char msg[200];
       if (g_signal.exchange(sig) != 0) {
-        static const char msg[] = "[error] second signal: stopping now\n";
-        (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+        const int n = std::snprintf(msg, sizeof msg, "[error] second signal (%s): stopping now\n",
+                                    interrupt_signal_name(sig));
+        (void)!write(STDERR_FILENO, msg, size_t(n));
         _exit(128 + sig);
       }
-      static const char msg[] =
-          "[warn] signal received: finishing this step, then a checkpoint (again: stop now)\n";
-      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+      char who[32] = "";
+      if (g_grace_s.load() > 0) std::snprintf(who, sizeof who, " rank %d", g_rank.load());
+      const int n = std::snprintf(msg, sizeof msg,
+                                  "[warn%s] %s received: finishing this step (an evaluation in "
+                                  "progress is abandoned), then a checkpoint (again: stop now)\n",
+                                  who, interrupt_signal_name(sig));
+      (void)!write(STDERR_FILENO, msg, size_t(n));
       start_grace_timer(sig);
     }
   }).detach();
+}
+
+const char* interrupt_signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
+  }
 }
 
 bool interrupt_requested() {

@@ -223,9 +223,10 @@ void GatheredOptimizerState::add_rows(const StateTensor& s, comm::Communicator& 
   }
 }
 
-void GatheredOptimizerState::write(const std::string& path) const {
+void GatheredOptimizerState::write(const std::string& path, int64_t step) const {
   io::SafetensorsWriter w;
   w.set_metadata("format", "gossamer-optimizer");
+  w.set_metadata("checkpoint_step", std::to_string(step));
   w.set_metadata("optimizer", optimizer_);
   w.set_metadata("state_format", "2");
   w.set_metadata("world_size", std::to_string(world_));

@@ -24,8 +24,9 @@ namespace gossamer::train {
 class GatheredOptimizerState {
  public:
   GatheredOptimizerState(optim::Optimizer& optimizer, comm::Communicator& comm);
-  // Writes the file at `path` (atomically).
-  void write(const std::string& path) const;
+  // Writes the file at `path` (atomically); `step`, the checkpoint's, goes into its metadata
+  // (checkpoint_step, train/checkpoint.h).
+  void write(const std::string& path, int64_t step) const;
 
  private:
   struct Tensor {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,15 @@ std::string text_at(const json& j, const std::string& dotted) {
 void check_ranks_agree(comm::Communicator& comm, const json& config, const json& data_files) {
   if (comm.size() == 1) return;
   json run = {{"config", config}, {"data_files", data_files}};
-  run["config"]["train"].erase("out_dir");  // a path every rank may spell alike or not
+  // The run directory every rank means, spelled alike (a relative --out resolves against each
+  // rank's working directory): ranks given different --out disagree here, by name.
+  json& out_dir = run["config"]["train"]["out_dir"];
+  if (out_dir.is_string()) {
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(
+        std::filesystem::absolute(out_dir.get<std::string>(), ec), ec);
+    if (!ec) out_dir = canonical.string();
+  }
   const std::string text = run.dump();
   const std::string digest = sha256_hex(text);
   double mine;

@@ -77,6 +77,16 @@ void check_resume_changes(const json& saved, const json& now, int64_t saved_toke
   auto is_allowed = [&](const std::string& key) {
     return std::find(allowed.begin(), allowed.end(), key) != allowed.end();
   };
+  // A checkpoint's optimizer state is its method's (train/optimizer_state_file.h): no
+  // --allow-change makes another method continue from it.
+  const json saved_method = value_at(saved, "optimizer.name");
+  const json method = value_at(now, "optimizer.name");
+  GOSSAMER_CHECK(saved_method.is_null() || saved_method == method,
+                 "--resume: optimizer.name is %s in the checkpoint and %s now; a checkpoint's "
+                 "optimizer state continues only the method that wrote it, whatever "
+                 "--allow-change says: to train its weights with %s, start a new run from them "
+                 "with --init-from CHECKPOINT (fresh optimizer state, step 0)",
+                 saved_method.dump().c_str(), method.dump().c_str(), method.dump().c_str());
   for (const std::string& key : keys) {
     const json after = value_at(now, key);
     const json before = after.is_null() ? value_at(saved, key) : saved_value(saved, key);

@@ -8,6 +8,7 @@
 
 #include <csignal>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -16,11 +17,12 @@
 #include <iterator>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
 #include "core/log.h"
+#include "core/timer.h"
 #include "io/atomic_file.h"
+#include "io/output_guard.h"
+#include "train/checkpoint.h"
 
 namespace gossamer::train {
 
@@ -32,21 +34,8 @@ constexpr const char* kLockFile = ".lock";
 // Files a sweep writes into a point's directory around its run (src/sweep/runner.cpp).
 constexpr const char* kSweepFiles[] = {"train.log", "point.json", "sweep_status.json"};
 
-// config.json of one of our runs: an object with our sections (an HF export's is not).
-bool is_run_config(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in.good()) return false;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  return j.is_object() && j.contains("model") && j.contains("train") && j.contains("optimizer");
-}
-
 std::string utc_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
+  return utc_now("%Y%m%d-%H%M%S");
 }
 
 // Moves the run in `dir` to a new sibling RUN.replaced-TIMESTAMP[-N] and returns its path.
@@ -118,7 +107,8 @@ RunDirectoryContents inspect_run_directory(const std::string& dir) {
   }
   for (const auto& e : fs::directory_iterator(d, ec)) {
     const std::string name = e.path().filename().string();
-    if (name == "metrics.jsonl" || (name == "config.json" && is_run_config(e.path()))) {
+    if (name == "metrics.jsonl" ||
+        (name == "config.json" && io::is_run_config(e.path().string()))) {
       c.is_run = true;
     } else if (name == "checkpoints" && e.is_directory()) {
       c.is_run = true;
@@ -168,6 +158,23 @@ void check_run_directory(const std::string& dir, RunStart start, const std::stri
   const RunDirectoryContents c = inspect_run_directory(dir);
   GOSSAMER_CHECK(!c.exists || c.first_foreign != "(not a directory)",
                  "train.out_dir: %s exists and is not a directory", dir.c_str());
+  // What no training writes into: another run's checkpoints, a checkpoint, another command's
+  // output (io/output_guard.h), whatever --overwrite says.
+  const io::PathInspection what = io::inspect_path(dir);
+  GOSSAMER_CHECK(what.enclosing_run.empty(),
+                 "train.out_dir: %s is inside the checkpoints of the training run %s; refusing "
+                 "to write there, even with --overwrite: choose a path outside it",
+                 dir.c_str(), what.enclosing_run.c_str());
+  GOSSAMER_CHECK(what.kind != io::PathKind::PATH_KIND_CHECKPOINT,
+                 "train.out_dir: %s is a training checkpoint (%s), not a run directory; "
+                 "refusing to write into it, even with --overwrite: resume from it with "
+                 "--resume %s and a new --out",
+                 dir.c_str(), what.found.c_str(), dir.c_str());
+  GOSSAMER_CHECK(what.kind != io::PathKind::PATH_KIND_MADE_BY,
+                 "train.out_dir: %s holds the output of gossamer %s (%s); refusing to write "
+                 "into it, even with --overwrite: choose an empty or new directory",
+                 dir.c_str(), what.made_by.empty() ? "(unknown)" : what.made_by.c_str(),
+                 what.found.c_str());
   GOSSAMER_CHECK(c.is_run || c.only_sweep_files,
                  "train.out_dir: %s is not empty and holds no gossamer run (found %s); refusing to "
                  "write into it, even with --overwrite: choose an empty or new directory",
@@ -205,6 +212,7 @@ std::unique_ptr<RunDirectoryLock> claim_run_directory(const std::string& dir, Ru
                  dir.c_str(), ec ? ec.message().c_str() : "not a directory");
   auto lock = std::make_unique<RunDirectoryLock>(dir);
   remove_interrupted_writes(dir);
+  move_checkpoint_debris_aside(dir);
   return lock;
 }
 

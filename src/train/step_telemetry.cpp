@@ -9,11 +9,10 @@
 namespace gossamer::train {
 
 StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool computed,
-                                      bool interrupted, const comm::CommStats& step_so_far) {
+                                      int signal, const comm::CommStats& step_so_far) {
   constexpr int kValues = 5;
-  const double mine[kValues] = {computed ? local_loss : 0.0, computed ? 1.0 : 0.0,
-                                interrupted ? 1.0 : 0.0, double(step_so_far.bytes_sent()),
-                                step_so_far.seconds_waited()};
+  const double mine[kValues] = {computed ? local_loss : 0.0, computed ? 1.0 : 0.0, double(signal),
+                                double(step_so_far.bytes_sent()), step_so_far.seconds_waited()};
   const std::vector<double> all = comm::all_gather_doubles(comm, mine);
   StepTelemetry t;
   double sum = 0, computing = 0;
@@ -21,7 +20,10 @@ StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_los
     const double* v = all.data() + kValues * r;
     sum += v[0];
     computing += v[1];
-    t.any_interrupted = t.any_interrupted || v[2] != 0.0;
+    if (t.interrupt_signal == 0 && v[2] != 0.0) {
+      t.interrupt_signal = int(v[2]);
+      t.interrupt_rank = r;
+    }
     t.ranks.push_back({int64_t(v[3]), v[4]});
   }
   t.mean_loss = sum / computing;  // some rank computes at every step (local_steps >= 1)

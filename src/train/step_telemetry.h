@@ -1,8 +1,8 @@
 // Per-step agreement and telemetry between ranks: after each optimizer step every rank learns
-// the mean training loss over ranks, whether any rank received an interrupt signal (so all
-// ranks checkpoint and stop at the same step), and each rank's communication so far in the
-// step (bytes sent, seconds waited) for metrics.jsonl. One small all-gather per step (none at
-// world size 1); its own bytes are counted in the step's statistics like any other.
+// the mean training loss over ranks, whether any rank received an interrupt signal and which
+// (so all ranks checkpoint and stop at the same step, and say why), and each rank's communication
+// so far in the step (bytes sent, seconds waited) for metrics.jsonl. One small all-gather per step
+// (none at world size 1); its own bytes are counted in the step's statistics like any other.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,8 @@ namespace gossamer::train {
 
 struct StepTelemetry {
   double mean_loss = 0;
-  bool any_interrupted = false;
+  int interrupt_signal = 0;  // the signal of the lowest rank that received one (0: none)
+  int interrupt_rank = -1;   // that rank
   struct Rank {
     int64_t bytes_sent = 0;
     double wait_s = 0;
@@ -30,8 +31,9 @@ struct StepTelemetry {
 
 // `computed`: whether this rank computed a gradient this step (a rank idling in its method's
 // round contributes no loss to the mean).
+// `signal`: the signal this rank received (0: none).
 StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool computed,
-                                      bool interrupted, const comm::CommStats& step_so_far);
+                                      int signal, const comm::CommStats& step_so_far);
 
 // Throws gossamer::Error on every rank, naming the step and the first rank whose parameters
 // differ bit-wise from rank 0's (a 64-bit hash of the buffer is compared).

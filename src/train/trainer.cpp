@@ -47,6 +47,7 @@
 #include "train/device_ops.h"
 #include "train/fault_injection.h"
 #include "train/interrupt.h"
+#include "train/memory_check.h"
 #include "train/metrics_log.h"
 #include "train/mfu.h"
 #include "train/rank_agreement.h"
@@ -134,6 +135,7 @@ struct ReplicaEval {
   std::vector<double> val_loss;   // per rank, on the same windows as the average's
   double consensus_distance = 0;  // mean over ranks of |x_r - mean(x)|
   double consensus_relative = 0;  // the same over |mean(x)|
+  bool stopped = false;           // a signal abandoned the evaluation (on every rank)
 };
 
 // What one step produced, as every rank agrees on it (or as this rank saw it, on steps without
@@ -156,6 +158,7 @@ class TrainingRun {
   int run();
 
  private:
+  void warn_later_checkpoints() const;
   void build_and_restore(const std::string& resume_path, const std::string& init_from,
                          const std::vector<std::string>& allow_change);
   void check_replica_contract() const;
@@ -173,7 +176,12 @@ class TrainingRun {
   // Each replica's validation loss and the consensus distance, when the replicas differ now
   // (collective; before the evaluation weights are swapped in).
   std::optional<ReplicaEval> evaluate_replicas();
-  void evaluate_at(int64_t step, const std::optional<ReplicaEval>& replicas);
+  // Returns false when a signal abandoned the evaluation (alike on every rank).
+  bool evaluate_at(int64_t step, const std::optional<ReplicaEval>& replicas);
+  // The evaluations and samples due after `step`: false when a signal abandoned them.
+  bool evaluate_and_sample(bool eval, bool samples);
+  // The signal that stops the run, agreed by every rank: the lowest rank's that received one.
+  std::pair<int, int> agreed_signal();
   void sample();
   void checkpoint();
 
@@ -232,6 +240,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
   resolved_ = to_json(config_);
   if (rank_ == 0) {  // the one rank that writes the run directory owns it from here on
     lock_ = claim_run_directory(tc_.out_dir, how, start.resume);
+    warn_later_checkpoints();
     prepare_run_dir(tc_.out_dir, resolved_);
     metrics_.emplace((fs::path(tc_.out_dir) / "metrics.jsonl").string(),
                      resumed_from_.empty() ? -1 : state_.step);
@@ -251,6 +260,20 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
   log_setup();
 }
 
+// A run resumed from an older checkpoint than its directory's newest: the later ones (an
+// earlier timeline's) stay until this run writes their steps, and --resume RUN takes the newest.
+void TrainingRun::warn_later_checkpoints() const {
+  if (resumed_from_.empty()) return;
+  const std::vector<int64_t> later = checkpoints_after(tc_.out_dir, state_.step);
+  if (later.empty()) return;
+  log_warn(
+      "resume: %s also holds %zu checkpoint(s) after step %lld (the newest: step %lld), written "
+      "before this resume; they are kept, each replaced when this run writes its step, and "
+      "until then --resume %s continues from the newest of them",
+      tc_.out_dir.c_str(), later.size(), (long long)state_.step, (long long)later.back(),
+      tc_.out_dir.c_str());
+}
+
 // The model's weights: initialised, or from --init-from, or from the checkpoint of --resume
 // (with the optimizer's state); then the optimizer takes the final buffers.
 void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from,
@@ -262,6 +285,7 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
                                       buffers_, comm_, tc_.seed, tc_.steps});
   check_device_support();
   state_ = initial_trainer_state(tc_.seed);
+  state_.tokens_per_step = tokens_per_step_;
   if (!resume_path.empty() && is_run_without_checkpoints(resume_path, tc_.out_dir)) {
     if (rank_ == 0)
       log_warn(
@@ -274,11 +298,22 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
   } else if (!resume_path.empty()) {
     resumed_from_ = resolve_checkpoint_for_resume(resume_path);
     const TrainerState saved = read_checkpoint_trainer_state(resumed_from_);
-    check_resume_changes(load_checkpoint_config(resumed_from_), to_json(config_),
-                         saved.step > 0 ? saved.tokens_seen / saved.step : 0, tokens_per_step_,
-                         allow_change);
+    const int64_t saved_batch = saved.tokens_per_step > 0 ? saved.tokens_per_step
+                                : saved.step > 0          ? saved.tokens_seen / saved.step
+                                                          : 0;
+    check_resume_changes(load_checkpoint_config(resumed_from_), to_json(config_), saved_batch,
+                         tokens_per_step_, allow_change);
     load_model_weights(resumed_from_, *model_);
     load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
+    state_.tokens_per_step = tokens_per_step_;
+    if (saved_batch != tokens_per_step_)  // a new stretch of this global batch (allowed above)
+      state_.batch_since_step = state_.step, state_.batch_since_tokens = state_.tokens_seen;
+    const uint64_t windows = inputs_.train.num_windows();
+    GOSSAMER_CHECK(state_.loader.cursor <= windows,
+                   "%s/trainer.json: loader.cursor %llu is beyond the %llu windows of an epoch of "
+                   "data.train (were the shards or data.seq_len changed?)",
+                   resumed_from_.c_str(), (unsigned long long)state_.loader.cursor,
+                   (unsigned long long)windows);
     inputs_.train.set_position(state_.loader);
     GOSSAMER_CHECK(state_.step < tc_.steps,
                    "--resume %s: the checkpoint is at step %lld, train.steps is %lld: nothing "
@@ -410,8 +445,8 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   if (r.agreed) {
     // Every rank learns the mean loss (over the ranks that computed this step), whether any rank
     // was interrupted, and each rank's communication this step.
-    r.telemetry = exchange_step_telemetry(comm_, r.timings.local_loss, computes,
-                                          interrupt_requested(), traffic().since(before));
+    r.telemetry = exchange_step_telemetry(comm_, r.timings.local_loss, computes, interrupt_signal(),
+                                          traffic().since(before));
     r.loss = r.telemetry.mean_loss;
     if (!std::isfinite(r.loss))  // the mean over ranks: every rank sees the same value
       throw CollectiveError(
@@ -507,8 +542,9 @@ std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
       optimizer_->replicas_identical_now() || state_.step == 0)
     return std::nullopt;
   // This rank's replica alone, on the windows the ranks share out for the average's loss.
-  const eval::EvalResult own = eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_,
-                                              tokens_.data(), targets_.data(), nullptr);
+  const eval::EvalResult own =
+      eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_, tokens_.data(),
+                     targets_.data(), nullptr, interrupt_requested);
   const model::HostParamsView replica(*model_);  // read back from device memory
   std::span<const float> x = replica.span();
   float* mean = evaluation_weights_.data();  // scratch until the evaluation weights are written
@@ -522,22 +558,29 @@ std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
     d2 += d * d;
     m2 += double(mean[i]) * double(mean[i]);
   }
-  const double mine[3] = {own.loss, std::sqrt(d2), std::sqrt(m2)};
+  const double mine[4] = {own.loss, std::sqrt(d2), std::sqrt(m2), own.stopped ? 1.0 : 0.0};
   const std::vector<double> all = comm::all_gather_doubles(comm_, mine);
   ReplicaEval r;
   for (int k = 0; k < world_; ++k) {
-    r.val_loss.push_back(all[size_t(3 * k)]);
-    r.consensus_distance += all[size_t(3 * k + 1)] / world_;
+    r.val_loss.push_back(all[size_t(4 * k)]);
+    r.consensus_distance += all[size_t(4 * k + 1)] / world_;
+    r.stopped = r.stopped || all[size_t(4 * k + 3)] != 0.0;
   }
   r.consensus_relative = mine[2] > 0 ? r.consensus_distance / mine[2] : 0.0;
   return r;
 }
 
-void TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& replicas) {
-  if (!inputs_.val) return;
+bool TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& replicas) {
+  if (!inputs_.val) return true;
   Stopwatch w;
-  const eval::EvalResult r = eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches,
-                                            tokens_.data(), targets_.data(), &comm_);
+  const eval::EvalResult r =
+      eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches, tokens_.data(), targets_.data(),
+                     &comm_, interrupt_requested);
+  if (r.stopped) {
+    log_warn("step %lld | evaluation abandoned after %.1f s: a signal was received",
+             (long long)step, w.seconds());
+    return false;
+  }
   log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
            (long long)r.tokens, w.seconds());
   json line = {{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}};
@@ -552,6 +595,30 @@ void TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& re
                      {"consensus_distance_relative", replicas->consensus_relative}};
   }
   if (metrics_) metrics_->write(line);
+  return true;
+}
+
+bool TrainingRun::evaluate_and_sample(bool eval, bool samples) {
+  const std::optional<ReplicaEval> replicas = eval ? evaluate_replicas() : std::nullopt;
+  if (replicas && replicas->stopped) {
+    log_warn("step %lld | evaluation of the replicas abandoned: a signal was received",
+             (long long)state_.step);
+    return false;
+  }
+  bool done = true;
+  with_evaluation_weights([&] {
+    if (eval) done = evaluate_at(state_.step, replicas);
+    if (samples && done) sample();
+  });
+  return done;
+}
+
+std::pair<int, int> TrainingRun::agreed_signal() {
+  const double mine = double(interrupt_signal());
+  const std::vector<double> all = comm::all_gather_doubles(comm_, {&mine, 1});
+  for (int r = 0; r < world_; ++r)
+    if (all[size_t(r)] != 0.0) return {int(all[size_t(r)]), r};
+  return {SIGINT, 0};  // an evaluation stops only on a signal; never reached
 }
 
 void TrainingRun::sample() {
@@ -575,18 +642,26 @@ void TrainingRun::checkpoint() {
   const std::string path = save_checkpoint(tc_.out_dir, model_->layout(), weights, *optimizer_,
                                            state_, resolved_, comm_);
   if (rank_ == 0) {
-    prune_checkpoints(tc_.out_dir, tc_.keep_checkpoints);
+    prune_checkpoints(tc_.out_dir, tc_.keep_checkpoints, state_.step);
     log_info("checkpoint %s", path.c_str());
   }
 }
 
 int TrainingRun::run() {
   const auto due = [this](int64_t every) { return every > 0 && state_.step % every == 0; };
-  if (resumed_from_.empty() && tc_.eval_every > 0)  // the loss before training
-    with_evaluation_weights([&] { evaluate_at(0, std::nullopt); });
   Stopwatch run_clock;
   int exit_code = 0;
-  for (int64_t step = state_.step; step < tc_.steps; ++step) {
+  bool done = true;
+  if (resumed_from_.empty() && tc_.eval_every > 0)  // the loss before training
+    with_evaluation_weights([&] { done = evaluate_at(0, std::nullopt); });
+  if (!done) {  // a signal before the first step: nothing to checkpoint
+    const auto [sig, from] = agreed_signal();
+    if (rank_ == 0)
+      log_warn("interrupted by %s (rank %d) before the first step; start again with --resume %s",
+               interrupt_signal_name(sig), from, tc_.out_dir.c_str());
+    exit_code = 128 + sig;
+  }
+  for (int64_t step = state_.step; done && step < tc_.steps; ++step) {
     const StepRecord r = train_one_step(step);
     state_.step = step + 1;
     state_.tokens_seen += tokens_per_step_;
@@ -596,21 +671,24 @@ int TrainingRun::run() {
     const bool last = state_.step == tc_.steps;
     const bool eval = tc_.eval_every > 0 && (due(tc_.eval_every) || last);
     const bool samples = tc_.sample_every > 0 && (due(tc_.sample_every) || last);
-    if (eval || samples) {
-      const std::optional<ReplicaEval> replicas = eval ? evaluate_replicas() : std::nullopt;
-      with_evaluation_weights([&] {
-        if (eval) evaluate_at(state_.step, replicas);
-        if (samples) sample();
-      });
-    }
-    const bool interrupted = r.agreed && r.telemetry.any_interrupted;  // alike on every rank
+    // A signal received during the evaluation abandons it (every rank alike): the step is
+    // complete, so it is checkpointed at once rather than after the whole evaluation.
+    const bool abandoned = (eval || samples) && !evaluate_and_sample(eval, samples);
+    const bool interrupted = (r.agreed && r.telemetry.interrupt_signal != 0) || abandoned;
     if (last || interrupted || due(tc_.checkpoint_every)) checkpoint();
     if (interrupted && !last) {
+      // Alike on every rank: the signal and the rank that received it (130 SIGINT, 143
+      // SIGTERM, 129 SIGHUP), also on the ranks that received none.
+      const auto [sig, from] =
+          r.agreed && r.telemetry.interrupt_signal != 0
+              ? std::pair{r.telemetry.interrupt_signal, r.telemetry.interrupt_rank}
+              : agreed_signal();
       if (rank_ == 0)
-        log_warn("interrupted by signal %d after step %lld; resume with --resume %s",
-                 interrupt_signal(), (long long)state_.step, tc_.out_dir.c_str());
-      // 128 + the signal (130 SIGINT, 143 SIGTERM); a rank stopped by a peer's signal says 130.
-      exit_code = 128 + (interrupt_signal() != 0 ? interrupt_signal() : SIGINT);
+        log_warn("interrupted by %s%s after step %lld; resume with --resume %s",
+                 interrupt_signal_name(sig),
+                 world_ > 1 ? strprintf(" on rank %d", from).c_str() : "", (long long)state_.step,
+                 tc_.out_dir.c_str());
+      exit_code = 128 + sig;
       break;
     }
   }
@@ -662,6 +740,9 @@ int run_training(RunConfig config, const TrainStart& start) {
       comm = comm::zip::wrap_with_compression(std::move(comm), config.parallel.zip_options());
       comm->set_timeout(config.parallel.timeout_s);
     }
+    // Before anything large is allocated: a run that cannot fit is refused with the numbers.
+    check_run_fits_in_memory(config, comm->size(), comm::ranks_on_this_node(comm->size()), ops,
+                             available_host_memory());
     TrainingRun run(*comm, buffers ? *buffers : *comm, ops, std::move(config), start);
     return run.run();
   } catch (const CollectiveError&) {

@@ -85,6 +85,18 @@ mpirun_np() {
     mpirun -np "$np" --bind-to none --mca btl self,vader -x OMP_NUM_THREADS=1 "$@"
 }
 
+# st_same_tensors A B: succeeds when two safetensors files hold the same tensors (names, dtypes,
+# shapes, offsets) and the same data bytes; their metadata may differ (a checkpoint's step).
+st_same_tensors() {
+  node -e '
+    const fs = require("fs");
+    const load = (f) => { const b = fs.readFileSync(f); const n = Number(b.readBigUInt64LE(0));
+      const h = JSON.parse(b.subarray(8, 8 + n).toString()); delete h.__metadata__;
+      return {h: JSON.stringify(Object.entries(h).sort()), d: b.subarray(8 + n)}; };
+    const [a, b] = process.argv.slice(1).map(load);
+    process.exit(a.h === b.h && a.d.equals(b.d) ? 0 : 1);' "$1" "$2"
+}
+
 # st_maxdiff A B: the largest |a - b| over every F32 tensor two safetensors files share by name
 # (prints "inf" when a tensor is missing from B or has another shape).
 st_maxdiff() {

@@ -16,6 +16,24 @@ expect_error "unknown section" "optimiser: unknown section" run train -c "$WORK/
 echo '{"train": {"steps": "ten"}}' >"$WORK/type.json"
 expect_error "wrong type" "train.steps: expected an integer, found string" run train -c "$WORK/type.json"
 expect_error "fractional integer" "data.micro_batch: expected an integer" run train -c $TINY --set data.micro_batch=2.5
+expect_error "integer out of range" "model.vocab_size: expected an integer from -2147483648 to 2147483647, found integer 4294967296, out of that range" \
+  run train -c $TINY --set model.vocab_size=4294967296
+expect_error "null for an enum" 'model.family: expected a string, one of "gpt2" or "llama", found null$' run train -c $TINY --set model.family=null
+# Config files that are not files: refused at once, never read without end nor waited on.
+expect_error "config from /dev/zero" "/dev/zero: is a character device, not a config file" timeout 20 "$GOSSAMER" train -c /dev/zero
+expect_error "config from /dev/urandom" "/dev/urandom: is a character device, not a config file" timeout 20 "$GOSSAMER" train -c /dev/urandom
+mkfifo "$WORK/fifo.json"
+expect_error "config from a FIFO" "fifo.json: is a FIFO \(named pipe\), not a config file" timeout 20 "$GOSSAMER" train -c "$WORK/fifo.json"
+ln -s "$WORK/loop-b.json" "$WORK/loop-a.json" && ln -s "$WORK/loop-a.json" "$WORK/loop-b.json"
+expect_error "config behind a symbolic-link loop" "loop-a.json: cannot open config file: Too many levels of symbolic links" run train -c "$WORK/loop-a.json"
+head -c $((17 << 20)) /dev/zero | tr '\0' ' ' >"$WORK/huge.json"
+expect_error "config of 17 MiB" "huge.json: config file of more than 16777216 bytes; refusing to read it" run train -c "$WORK/huge.json"
+# Limits of the machine that runs: threads, memory (refused before anything is allocated).
+expect_error "threads beyond 4 per core" "kernels.threads: 100000 is more than 4 per core of the [0-9]+ core\(s\) here" \
+  run train -c $TINY --set kernels.threads=100000 --out "$WORK/threads"
+expect_error "a model that cannot fit in memory" "the run needs at least [0-9.]+ GiB per rank \(model.n_layer 100000, .*\), and this machine has [0-9.]+ GiB available" \
+  run train -c $TINY --set model.n_layer=100000 --out "$WORK/huge"
+[[ ! -e "$WORK/huge" && ! -e "$WORK/threads" ]] && pass "the refused runs wrote nothing" || fail "a refused run wrote its directory"
 expect_error "heads do not divide" "model.n_head: must divide d_model=64" run train -c $TINY --set model.n_head=5
 expect_error "seq_len beyond positions" "data.seq_len: must lie in" run train -c $TINY --set data.seq_len=65
 expect_error "global batch not a multiple" "train.global_batch_tokens: must be a non-negative multiple" run train -c $TINY --set train.global_batch_tokens=1000
@@ -105,6 +123,11 @@ python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 1103515245 + 12345) %
 expect_error "prep of a binary file" "random.bin does not look like text: .*--allow-binary" \
   run prep --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/bin" "$WORK/random.bin"
 [[ ! -e "$WORK/prep" ]] && pass "refused prep wrote nothing" || fail "refused prep left $WORK/prep"
+mkdir -p "$WORK/adir"
+expect_error "prep of a directory" "adir: is a directory, not a prep input \(a regular file is expected\)" \
+  run prep --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/dir" "$WORK/adir"
+expect_error "prep with too small an spm vocabulary" "prep: --spm-vocab-size 5 is smaller than the [0-9]+ characters and special pieces the corpus needs; give --spm-vocab-size [0-9]+ or more" \
+  run prep --train-spm "$WORK/spm5" --spm-vocab-size 5 --output "$WORK/prep/spm5" data/corpus/web/val.txt
 printf 'caf\xe9 au lait, pain et confiture\n\nna\xefve \xff text of some length here\n' >"$WORK/latin1.txt"
 out=$("$GOSSAMER" prep --tokenizer data/tokenizers/gpt2 --output "$WORK/prep/latin1" "$WORK/latin1.txt" 2>&1) \
   && grep -q "latin1.txt: 3 invalid UTF-8 sequence(s), the first at byte 3" <<<"$out" \

@@ -47,8 +47,8 @@ grep -qa '"lm_head.weight"' "$WORK/hf/model.safetensors" && fail "tied lm_head.w
 no_leftovers "export"
 
 "$G" import-hf "$WORK/hf" "$WORK/ckpt" 2>"$WORK/import.log" || { cat "$WORK/import.log"; fail "import-hf failed"; finish; }
-cmp -s "$WORK/ckpt/model.safetensors" "$CK/model.safetensors" \
-  && pass "gpt2: export then import is bit-identical (model.safetensors)" || fail "gpt2: imported weights differ"
+st_same_tensors "$WORK/ckpt/model.safetensors" "$CK/model.safetensors" \
+  && pass "gpt2: export then import is bit-identical (model.safetensors's tensors)" || fail "gpt2: imported weights differ"
 "$G" export-hf "$WORK/ckpt" "$WORK/hf2" 2>/dev/null || fail "export of the imported checkpoint failed"
 for f in model.safetensors config.json vocab.json merges.txt tokenizer_config.json; do
   cmp -s "$WORK/hf/$f" "$WORK/hf2/$f" && pass "re-export: identical $f" || fail "re-export: $f differs"
@@ -88,8 +88,8 @@ expect_json "$WORK/lhf/config.json" tie_word_embeddings false
 expect_json "$WORK/lhf/tokenizer_config.json" tokenizer_class '"LlamaTokenizer"'
 expect_json "$WORK/lhf/tokenizer_config.json" bos_token '"<s>"'
 "$G" import-hf "$WORK/lhf" "$WORK/lckpt" 2>/dev/null || fail "llama import-hf failed"
-cmp -s "$WORK/lckpt/model.safetensors" "$WORK/lrun/checkpoints/step_00000003/model.safetensors" \
-  && pass "llama: export then import is bit-identical (model.safetensors)" || fail "llama: imported weights differ"
+st_same_tensors "$WORK/lckpt/model.safetensors" "$WORK/lrun/checkpoints/step_00000003/model.safetensors" \
+  && pass "llama: export then import is bit-identical (model.safetensors's tensors)" || fail "llama: imported weights differ"
 cmp -s "$WORK/lckpt/tokenizer/tokenizer.model" "$WORK/spm.model" && pass "imported tokenizer.model" || fail "imported tokenizer.model differs"
 "$G" export-hf "$WORK/lckpt" "$WORK/lhf2" 2>/dev/null || fail "export of the imported llama checkpoint failed"
 for f in model.safetensors config.json tokenizer.model tokenizer_config.json; do

@@ -73,8 +73,8 @@ expect_clean "export: spm model corrupt" "bad.model" "$G" export-hf --tokenizer 
 expect_clean "export: spm model missing" "missing.model" "$G" export-hf --tokenizer "spm:$WORK/missing.model" "$WORK/run" "$WORK/out"
 expect_clean "export: --tokenizer with --no-tokenizer" "exclude each other" "$G" export-hf --no-tokenizer --tokenizer x "$WORK/run" "$WORK/out"
 mkdir -p "$WORK/busy" && echo mine >"$WORK/busy/notes.txt"
-expect_clean "export: non-empty output" "busy exists and is not empty \(use --force" "$G" export-hf "$WORK/run" "$WORK/busy"
-expect_clean "export: --force over a foreign directory" "busy is not empty and holds no config.json" "$G" export-hf --force "$WORK/run" "$WORK/busy"
+expect_clean "export: non-empty output" "busy is not empty \(notes.txt\) and was not made by gossamer export-hf" "$G" export-hf "$WORK/run" "$WORK/busy"
+expect_clean "export: --force over a foreign directory" "busy is not empty \(notes.txt\) and was not made by gossamer export-hf; refusing to replace it, even with --force" "$G" export-hf --force "$WORK/run" "$WORK/busy"
 [[ "$(cat "$WORK/busy/notes.txt")" == mine ]] && pass "foreign directory untouched" || fail "foreign directory changed"
 touch "$WORK/afile"
 expect_clean "export: unwritable output" "cannot create directory .*afile" "$G" export-hf "$WORK/run" "$WORK/afile/out"
@@ -116,7 +116,7 @@ variant badvocab && echo '{"hello": 0}' >"$WORK/badvocab/vocab.json"
 expect_clean "import: vocab.json not GPT-2's" "badvocab/vocab.json: not GPT-2's encoder.json" "$G" import-hf "$WORK/badvocab" "$WORK/out"
 variant nomerges && rm "$WORK/nomerges/merges.txt"
 expect_clean "import: merges.txt missing" "nomerges/merges.txt: missing" "$G" import-hf "$WORK/nomerges" "$WORK/out"
-expect_clean "import: non-empty output" "busy exists and is not empty" "$G" import-hf "$WORK/hf" "$WORK/busy"
+expect_clean "import: non-empty output" "busy is not empty \(notes.txt\) and was not made by gossamer import-hf" "$G" import-hf "$WORK/hf" "$WORK/busy"
 
 # ---- train --init-from, generate
 expect_clean "init-from: another model shape" "--init-from .*hf: config.json describes another model than the run's \(n_layer: 2 vs 3" \

@@ -7,6 +7,8 @@
 #     did not answer their roll call, exit 3 (comm::kExitPeerFailure);
 #   - a rank killed with SIGKILL mid-run: mpirun ends the job naming the rank; training
 #     resumes from the last checkpoint at another world size;
+#   - SIGTERM to one rank: every rank checkpoints the same step and exits 143, rank 0 naming
+#     the signal and the rank;
 #   - ranks started with different configs (MPMD, another --set on rank 1): every rank stops at
 #     start-up, rank 1 naming the key and both values; another model size is the same clear
 #     error, not a collective of another size.
@@ -116,6 +118,25 @@ fi
 # Never leave the job behind (and never wait on it forever).
 pkill -9 -f -- "--out $WORK/kill" 2>/dev/null || true
 wait
+# SIGTERM to one rank (as a node's Slurm daemon may send): every rank checkpoints the same step
+# and stops with 143, and rank 0 names the signal and the rank that received it.
+(rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 --out "$WORK/term" >"$WORK/term.log" 2>&1 || rc=$?; echo $rc >"$WORK/term.rc") &
+for _ in $(seq 1 120); do [[ -d "$WORK/term/checkpoints/step_00000002" ]] && break; sleep 0.5; done
+victim="$(rank_pid "$WORK/term" 1 | head -1)"
+if [[ -z "$victim" ]]; then
+  fail "term: could not find rank 1"
+else
+  kill -TERM "$victim"
+  for _ in $(seq 1 120); do [[ -f "$WORK/term.rc" ]] && break; sleep 0.5; done
+  rc="$(cat "$WORK/term.rc" 2>/dev/null || echo none)"
+  msg="$(grep -m1 '^\[warn\] interrupted by SIGTERM on rank 1 after step' "$WORK/term.log" || true)"
+  [[ "$rc" == 143 && -n "$msg" ]] && pass "SIGTERM to rank 1: exit 143, rank 0 says: $msg" \
+    && record_case "SIGTERM to one rank of 2: all stop at one step" "$rc" "$(sed 's/step [0-9]*/step N/' <<<"$msg")" \
+         "mpirun -np 2 gossamer train ... & kill -TERM RANK1" \
+    || { tail -5 "$WORK/term.log"; fail "SIGTERM to rank 1: exit $rc"; }
+fi
+pkill -9 -f -- "--out $WORK/term" 2>/dev/null || true
+wait
 # Ranks started with different runs (Open MPI's MPMD form: one command per rank).
 mpmd() {  # NAME SET_FOR_RANK_1
   local name="$1" set1="$2" rc=0
@@ -137,4 +158,17 @@ mpmd layers model.n_layer=3
   && pass "another n_layer on rank 1: named at start-up, no MPI_ERR_TRUNCATE" || { tail -5 <<<"$OUT"; fail "n_layer mismatch: exit $RC"; }
 record_case "ranks started with different model.n_layer" $RC "$(grep -m1 'model.n_layer is 2 on rank 0 and 3 on rank 1' <<<"$OUT")" \
   "mpirun -np 1 gossamer train ... : -np 1 gossamer train ... --set model.n_layer=3"
+# Another run directory on rank 1 (relative or absolute, the same directory is the same path).
+RC=0
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun --oversubscribe --bind-to none \
+  --mca btl self,vader -x OMP_NUM_THREADS=1 \
+  -np 1 "$G" train -c $TINY "${common[@]}" --set train.steps=4 --out "$WORK/outdir" : \
+  -np 1 "$G" train -c $TINY "${common[@]}" --set train.steps=4 --out "$WORK/elsewhere" \
+  >"$WORK/outdir.log" 2>&1 || RC=$?
+OUT="$(cat "$WORK/outdir.log")"
+[[ $RC -eq 1 ]] && grep -q 'train.out_dir is ".*/outdir" on rank 0 and ".*/elsewhere" on rank 1' <<<"$OUT" \
+  && pass "another --out on rank 1: refused at start-up, both directories named" || { tail -5 <<<"$OUT"; fail "out_dir mismatch: exit $RC"; }
+record_case "ranks started with different --out" $RC \
+  "$(grep -m1 'train.out_dir is .* on rank 0 and .* on rank 1' <<<"$OUT" | sed "s|$WORK|\$WORK|g")" \
+  "mpirun -np 1 gossamer train ... --out \$WORK/outdir : -np 1 gossamer train ... --out \$WORK/elsewhere"
 finish

@@ -49,6 +49,7 @@ long=$!
 for _ in $(seq 1 300); do [[ -s "$L/metrics.jsonl" ]] && break; sleep 0.1; done
 expect_error "second training into a busy directory" "is in use by another training \(pid $long on " train --out "$L" --resume "$L"
 expect_error "overwriting a busy directory" "is in use by another training \(pid $long" train --out "$L" --overwrite
+expect_error "export-hf --force into a training's directory" "is in use by a training \(pid $long on " "$G" export-hf --force "$R" "$L"
 kill -INT "$long"; wait "$long" || true
 [[ -d "$L" && ! -e "$L.replaced-"* ]] 2>/dev/null && pass "the busy run was neither moved nor truncated" || fail "the busy run was moved"
 
@@ -69,6 +70,26 @@ expect_error "resume into another run's directory" "holds another run than the c
 cp -r "$D/checkpoints/step_00000002" "$WORK/neg"
 sed -i 's/"step": 2/"step": -5/' "$WORK/neg/trainer.json"
 expect_error "negative step in trainer.json" "trainer.json: step must be >= 0, found -5" train --out "$WORK/negrun" --resume "$WORK/neg"
+# Every field of trainer.json by name: the data position, the RNG state, step against tokens.
+edit_trainer() {  # NAME NODE_EXPRESSION: a copy of step 2 whose trainer.json t is edited
+  cp -r "$D/checkpoints/step_00000002" "$WORK/$1"
+  node -e 'const fs = require("fs"), f = process.argv[1], t = JSON.parse(fs.readFileSync(f));
+    '"$2"'; fs.writeFileSync(f, JSON.stringify(t, null, 2));' "$WORK/$1/trainer.json"
+}
+edit_trainer epoch 't.loader.epoch = -3'
+expect_error "negative loader.epoch in trainer.json" "trainer.json: loader.epoch must be >= 0, found -3" train --out "$WORK/r-epoch" --resume "$WORK/epoch"
+edit_trainer cursor 't.loader.cursor = -1'
+expect_error "negative loader.cursor in trainer.json" "trainer.json: loader.cursor must be >= 0, found -1" train --out "$WORK/r-cursor" --resume "$WORK/cursor"
+edit_trainer far 't.loader.cursor = 123456789'
+expect_error "loader.cursor beyond the data in trainer.json" "trainer.json: loader.cursor 123456789 is beyond the [0-9]+ windows of an epoch of data.train" \
+  train --out "$WORK/r-far" --resume "$WORK/far"
+edit_trainer rng 't.sample_rng = ["0", "0", "0", "0"]'
+expect_error "all-zero RNG state in trainer.json" "trainer.json: sample_rng is all zero" train --out "$WORK/r-rng" --resume "$WORK/rng"
+edit_trainer tokens 't.step = 3'
+expect_error "step and tokens_seen disagree in trainer.json" "trainer.json: step 3 and tokens_seen 512 disagree \(256 tokens per step since step 0 make 768\)" \
+  train --out "$WORK/r-tokens" --resume "$WORK/tokens"
+edit_trainer float 't.loader.epoch = 1.5'
+expect_error "fractional loader.epoch in trainer.json" "trainer.json: loader.epoch must be an integer, found 1.5" train --out "$WORK/r-float" --resume "$WORK/float"
 
 # 7. What may change on --resume.
 C="$D/checkpoints/step_00000004"
@@ -79,6 +100,8 @@ expect_error "resume with another global batch" "global batch is 256 tokens per 
   train --out "$WORK/gb" --resume "$C" --set data.micro_batch=2
 expect_error "allow-change of an unknown key" "--allow-change train.sed: not a config key" train --out "$WORK/u" --resume "$C" --allow-change train.sed
 expect_error "allow-change without resume" "--allow-change goes with --resume" train --out "$WORK/u" --allow-change train.seed
+expect_error "resume with another optimizer, allowed" "optimizer.name is \"adamw\" in the checkpoint and \"scape\" now; a checkpoint's optimizer state continues only the method that wrote it.*--init-from" \
+  train --out "$WORK/other" --resume "$C" --set optimizer.name=scape --allow-change optimizer.name
 train --out "$WORK/seed" --resume "$C" --set train.seed=7 --allow-change train.seed >"$WORK/allowed.log" 2>&1 \
   && grep -q "train.seed changed from 1337 to 7 (--allow-change)" "$WORK/allowed.log" \
   && pass "--allow-change train.seed resumes and warns" || { tail -3 "$WORK/allowed.log"; fail "--allow-change did not work"; }

@@ -145,7 +145,7 @@ CheckpointModel make_checkpoint_model() {
 SafetensorsFlavour checkpoint_flavour(const TempDir& dir, CheckpointModel& c) {
   SafetensorsFlavour f{"checkpoint", {}, {}};
   const std::string path = dir.file("model.safetensors");
-  train::write_model_weights(path, c.model->layout(), c.weights, train::to_json(c.rc));
+  train::write_model_weights(path, c.model->layout(), c.weights, train::to_json(c.rc), 0);
   f.file = gossamer::testing::read_bytes(path);
   for (const model::ParamView& v : c.model->layout().views()) {
     Bytes b(v.numel * sizeof(float));

@@ -129,19 +129,23 @@ TEST_F(BadInput, TokenizerMissingOrCorrupt) {
 }
 
 TEST_F(BadInput, OutputDirectories) {
-  // Non-empty without --force; --force only over a directory of the same kind.
+  // A foreign non-empty directory: refused with or without --force; an earlier export only
+  // with --force.
   fs::create_directories(tmp / "busy");
   write_text(tmp / "busy/notes.txt", "mine");
   auto m = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
-  EXPECT_NE(error_of([&] {
-              hf::export_hf_model(*m, "", tmp / "busy", false);
-            }).find("exists and is not empty (use --force"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] {
-              hf::export_hf_model(*m, "", tmp / "busy", true);
-            }).find("holds no config.json"),
-            std::string::npos);
+  for (bool force : {false, true})
+    EXPECT_NE(error_of([&] {
+                hf::export_hf_model(*m, "", tmp / "busy", force);
+              }).find("busy is not empty (notes.txt) and was not made by gossamer export-hf"),
+              std::string::npos);
   EXPECT_EQ(read_file(tmp / "busy/notes.txt"), "mine");
+  hf::export_hf_model(*m, "", tmp / "mine", false);
+  EXPECT_NE(error_of([&] {
+              hf::export_hf_model(*m, "", tmp / "mine", false);
+            }).find("holds an earlier output of export-hf; use --force"),
+            std::string::npos);
+  hf::export_hf_model(*m, "", tmp / "mine", true);
   // Unwritable: a path below a regular file.
   EXPECT_NE(error_of([&] {
               hf::export_hf_model(*m, "", tmp / "busy/notes.txt/hf", false);

@@ -17,7 +17,9 @@
 #include "kernels/cpu/memory.h"
 #include "kernels/ops.h"
 #include "model/family.h"
+#include "model/memory_estimate.h"
 #include "model/model.h"
+#include "model/model_config.h"
 
 using namespace gossamer;
 
@@ -162,6 +164,62 @@ TEST(ModelMemory, LogitsAreReadableOnlyAsTheLastForwardLeftThem) {
   EXPECT_THROW(m->copy_logits_to(0, row), Error) << "none after backward";
   m->forward(tokens.data(), nullptr, 2, 8);
   m->copy_logits_to(15 * Vp, row);  // the last row of a full batch
+}
+
+// Host memory that tallies the bytes the model holds (alloc adds, free subtracts).
+int64_t g_held = 0;
+const MemoryOps kTallying{
+    .backend = "cpu",
+    .host_accessible = true,
+    .alloc = [](size_t bytes) { return g_held += int64_t(bytes), host_alloc(bytes); },
+    .free = [](void* p, size_t bytes) { g_held -= int64_t(bytes), host_free(p, bytes); },
+    .zero = kernels::cpu::kMemory.zero,
+    .upload = kernels::cpu::kMemory.upload,
+    .download = kernels::cpu::kMemory.download,
+    .copy = kernels::cpu::kMemory.copy,
+};
+
+// The memory check's estimate (model/memory_estimate.h) against what a model really holds after
+// a training step (the LM head's buffers are made at the first forward with targets): a lower
+// bound, short only by the small buffers it leaves out; the parameter count is the layout's.
+TEST(ModelMemory, EstimateIsALowerBoundWithinTheSmallBuffers) {
+  struct Case {
+    model::ModelFamily family;
+    int n_layer, n_head, n_kv_head, d_model, d_ff, vocab, seq, B;
+    kernels::MatmulDtype dtype;
+  };
+  const auto fp32 = kernels::MatmulDtype::MATMUL_DTYPE_FP32,
+             bf16 = kernels::MatmulDtype::MATMUL_DTYPE_BF16;
+  for (const Case c :
+       {Case{model::ModelFamily::MODEL_FAMILY_GPT2, 3, 4, 0, 64, 0, 1025, 32, 3, fp32},
+        Case{model::ModelFamily::MODEL_FAMILY_GPT2, 2, 2, 0, 48, 0, 61, 16, 2, bf16},
+        Case{model::ModelFamily::MODEL_FAMILY_LLAMA, 3, 4, 2, 64, 96, 1025, 32, 3, fp32},
+        Case{model::ModelFamily::MODEL_FAMILY_LLAMA, 2, 4, 1, 32, 0, 300, 24, 1, bf16}}) {
+    model::ModelConfig cfg;
+    cfg.family = c.family, cfg.n_layer = c.n_layer, cfg.n_head = c.n_head;
+    cfg.n_kv_head = c.n_kv_head, cfg.d_model = c.d_model, cfg.d_ff = c.d_ff;
+    cfg.vocab_size = c.vocab, cfg.max_seq_len = c.seq;
+    cfg.validate();
+    kernels::OpTable ops = kernels::cpu_ops();
+    ops.memory = &kTallying;
+    const model::ModelMemory est = model::estimate_model_memory(cfg, c.B, c.seq, ops, c.dtype);
+    g_held = 0;
+    {
+      auto m = model::make_model(cfg, c.B, c.seq, ops, c.dtype);
+      EXPECT_EQ(est.parameter_count, m->layout().total()) << model::family_name(c.family);
+      std::vector<int32_t> tokens(size_t(c.B) * c.seq);
+      for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i * 7 % c.vocab);
+      m->forward(tokens.data(), tokens.data(), c.B, c.seq);
+      m->backward(1.0f);
+      const int64_t held = g_held, estimate = int64_t(est.total());
+      // Left out: tokens, targets, losses (3 x B x T x 4 bytes), the bf16 products' scratch,
+      // the staging of the weights at set-up; a few percent of these small models at most.
+      EXPECT_LE(estimate, held) << model::family_name(c.family);
+      EXPECT_GE(double(estimate), 0.9 * double(held))
+          << model::family_name(c.family) << ": " << estimate << " of " << held << " bytes";
+    }
+    EXPECT_EQ(g_held, 0) << "every byte given back";
+  }
 }
 
 }  // namespace
