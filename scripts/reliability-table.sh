@@ -41,6 +41,7 @@ table() {
     echo "|---|---|---|---|"
     sed -E -e 's/pid [0-9]+ on [^ ]+ since [0-9-]+ UTC/pid PID on HOST since TIME UTC/g' \
       -e 's/pid [0-9]+/pid PID/g' -e 's/replaced-[0-9TZ:-]+/replaced-TIMESTAMP/g' \
+      -e 's/aside-(step_[0-9]+)-[0-9]{8}-[0-9]{6}/aside-\1-TIMESTAMP/g' \
       -e 's/\([0-9a-f]{16} stored, [0-9a-f]{16} computed\)/(CHECKSUM stored, CHECKSUM computed)/g' \
       -e 's/has [0-9.]+ GiB available \([a-zA-Z. ]+\)/has M GiB available (SOURCE)/g' \
       -e 's/of the [0-9]+ core\(s\) here \([0-9]+\)(.*) or at most [0-9]+/of the N core(s) here (4N)\1 or at most 4N/g' \

@@ -10,13 +10,8 @@
 #include <cstdint>
 
 #include "kernels/matmul_dtype.h"
+#include "model/family.h"  // kernels::OpTable, declared
 #include "model/model_config.h"
-
-namespace gossamer::kernels {
-template <class Real>
-struct BasicOpTable;
-using OpTable = BasicOpTable<float>;
-}  // namespace gossamer::kernels
 
 namespace gossamer::model {
 
