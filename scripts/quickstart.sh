@@ -9,13 +9,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's start, with the seconds since this script began.
+phase() { echo "== $1 ($(date -u +%T) UTC, ${SECONDS} s in) =="; }
+phase "installing dependencies"
 bash scripts/install-deps.sh
-bash scripts/build.sh
+phase "building the gossamer binary (only it: the tests build with scripts/test.sh)"
+bash scripts/build.sh --target gossamer
+phase "preparing the data"
 bash scripts/prepare-data.sh web
 
 RUN=runs/quickstart
 rm -rf "$RUN"
-echo "== training configs/quickstart.json into $RUN =="
+phase "training configs/quickstart.json into $RUN"
 build/bin/gossamer train -c configs/quickstart.json --out "$RUN"
 
 /usr/bin/python3 scripts/plot_metrics.py "$RUN/loss.png" "$RUN" >/dev/null
@@ -29,7 +34,7 @@ echo "sample (prompt \"And God said\"):"
 build/bin/gossamer generate --checkpoint "$RUN" --prompt "And God said" --tokens 60 --seed 1 2>/dev/null
 
 echo
-echo "== 2 ranks: dense AdamW (ZeRO-1) vs SCAPE-99, same model, data and seed =="
+phase "2 ranks: dense AdamW (ZeRO-1) vs SCAPE-99, same model, data and seed"
 rm -rf runs/quickstart-2ranks
 mkdir -p runs
 if ! build/bin/gossamer sweep configs/sweeps/quickstart-2ranks.json >runs/quickstart-2ranks.log 2>&1; then
@@ -50,3 +55,4 @@ node -e '
   }'
 echo "(shared memory between 2 processes on this machine: communication is cheap here; see"
 echo " docs/RESULTS.md for the same comparison over an emulated slow link)"
+echo "== quickstart done after ${SECONDS} s =="

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/timer.h"
 
 namespace gossamer::model {
 
@@ -327,6 +328,7 @@ float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
     zero(head_grad_.data(), head_grad_.size());
   }
   float* chunk = head_out_.data();  // at least one chunk of rows
+  head_backward_s_ = 0;
   for (int r = 0; r < N; r += R) {
     const int n = std::min(R, N - r);
     const float* h = hidden + size_t(r) * C_;
@@ -338,8 +340,10 @@ float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
     }
     ops_.crossentropy_forward_backward(losses_.data() + r, chunk, chunk, targets, 1.0f / float(N),
                                        n, V_, Vp_);  // the chunk holds dlogits
+    const Stopwatch backward;
     linear_backward(dhidden_.data() + size_t(r) * C_, head_grad_.data(), nullptr, chunk, h,
                     lm_head_w_, n, C_, Vp_);
+    head_backward_s_ += backward.seconds();
   }
   const float* losses = losses_.data();
   if (!losses_.memory().host_accessible) {
@@ -352,6 +356,7 @@ float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
 }
 
 void DecoderModel::head_logits(const float* hidden) {
+  head_backward_s_ = 0;  // no gradient work in a forward without targets
   if (head_out_.size() < size_t(B_) * T_ * Vp_) {  // room for B_ rows of max_T_ positions
     head_out_ = Buffer<float>();
     head_out_ = Buffer<float>(size_t(B_) * max_T_ * Vp_, *ops_.memory);

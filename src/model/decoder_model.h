@@ -97,6 +97,7 @@ class DecoderModel : public Model {
   // buffers. For tests that exercise the chunks.
   void set_linear_chunk_elems(size_t elems);
   int head_chunk_rows() const final { return linear_rows(C_, Vp_); }
+  double forward_backward_seconds() const final { return head_backward_s_; }
 
  protected:
   // Validates `config` (which must be of `family`) and the maximum batch shape, and allocates
@@ -153,6 +154,7 @@ class DecoderModel : public Model {
   Buffer<unsigned char> linear_scratch_;  // bf16 products: the ops' scratch
   std::vector<std::pair<int, int>> linear_shapes_;  // (C, OC) of every product (reserve_linear)
   size_t linear_chunk_elems_ = kLinearChunkElems;
+  double head_backward_s_ = 0;           // the last forward's head gradient products (seconds)
   int linear_rows(int C, int OC) const;  // rows per bf16 product call and per LM-head chunk
   // Allocates each activation buffer with its size (a family's activation_sizes(), in the order
   // of `buffers`); throws if the two lists differ in length.

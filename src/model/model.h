@@ -63,6 +63,9 @@ class Model {
   // Rows per chunk of the LM head, which a forward with targets runs with the loss: of the
   // logits, it keeps one chunk (rows, Vp) at a time, never all (B, T, Vp).
   virtual int head_chunk_rows() const = 0;
+  // Seconds the last forward with targets spent on backward work: the LM head's gradient
+  // products, made chunk by chunk inside the forward (the trainer counts them as backward).
+  virtual double forward_backward_seconds() const = 0;
 
   // Parameters counted by the FLOP estimate (all but position embeddings and padding rows).
   virtual size_t num_flop_params() const = 0;

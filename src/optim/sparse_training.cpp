@@ -274,6 +274,9 @@ StepResult SparseTraining::step(const StepContext& ctx) {
     clip_to_norm(ops_, grads_.data() + r.begin, r.n, result.grad_norm, cfg_.grad_clip);
   metrics_.clear();
   metrics_.emplace_back("grad_bytes", double(grad_bytes_));
+  // The active fraction of the sparse matrices' weights (measured: blocks at the edges of a
+  // matrix are smaller, so it can differ from the configured density).
+  metrics_.emplace_back("density", double(active_numel_) / double(mask_.sparse_numel()));
   grad_bytes_ = 0;
   update(ctx);
   grad_c_.zero();  // for the next step
@@ -375,6 +378,8 @@ void SparseTraining::topology_update(int64_t t) {
   check_masks_agree(t);
   metrics_.emplace_back("topology_update", 1.0);
   metrics_.emplace_back("prune_fraction", fraction);
+  // Every pruned block's slot takes a regrown block: the two counts are equal by construction.
+  metrics_.emplace_back("pruned_blocks", double(changed.size()));
   metrics_.emplace_back("regrown_blocks", double(changed.size()));
   metrics_.emplace_back("mask_hash", double(mask_.hash()));
 }

@@ -27,7 +27,10 @@ StepTimings train_step(model::Model& model, optim::Optimizer& optimizer, int64_t
     fill_batch(inputs, targets);
     Stopwatch w;
     s.local_loss += model.forward(inputs, targets, B, T) / double(accum);
-    s.fwd_s += w.seconds();
+    // The LM head's gradient products run inside the forward: counted as backward.
+    const double inside = model.forward_backward_seconds();
+    s.fwd_s += w.seconds() - inside;
+    s.bwd_s += inside;
     w.reset();
     optimizer.micro_batch_begin(int(micro), int(accum));
     model.backward(grad_scale, hook);

@@ -377,9 +377,9 @@ void TrainingRun::log_setup() const {
       "%d chunk(s) of up to %d rows: no (B, T, Vp) logits kept",
       positions, (positions + rows - 1) / rows, rows);
   log_info(
-      "data: %llu training windows of %d tokens; batch %d x %d x %lld accumulation = %lld "
-      "tokens per step",
-      (unsigned long long)inputs_.train.num_windows(), T_ + 1, B_, T_, (long long)accum_,
+      "data: %llu training windows of %d tokens; micro-batch %d x seq_len %d x %d rank(s) x "
+      "%lld accumulation step(s) = %lld tokens per step",
+      (unsigned long long)inputs_.train.num_windows(), T_ + 1, B_, T_, world_, (long long)accum_,
       (long long)tokens_per_step_);
   const auto& par = config_.parallel;
   const std::string control =

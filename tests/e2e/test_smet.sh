@@ -54,10 +54,14 @@ node -e '
   const updates = lines.filter((j) => j.optim.topology_update === 1).map((j) => j.step);
   const hashes = lines.filter((j) => "mask_hash" in j.optim).map((j) => j.optim.mask_hash);
   const ratio = lines.filter((j) => "regrown_update_ratio" in j.optim).map((j) => j.step);
+  const density = lines.every((j) => Math.abs(j.optim.density - 0.5) < 0.05);
+  const pruned = lines.filter((j) => "pruned_blocks" in j.optim);
   const ok = JSON.stringify(updates) === "[4,8,12]" && new Set(hashes).size === 3 &&
-    lines.filter((j) => j.step > 4).every((j) => ratio.includes(j.step)) && !ratio.includes(4);
+    lines.filter((j) => j.step > 4).every((j) => ratio.includes(j.step)) && !ratio.includes(4) &&
+    density && JSON.stringify(pruned.map((j) => j.step)) === "[4,8,12]" &&
+    pruned.every((j) => j.optim.pruned_blocks > 0 && j.optim.pruned_blocks === j.optim.regrown_blocks);
   console.log(JSON.stringify({updates, hashes, ratio})); process.exit(ok ? 0 : 1);' "$WORK/smet-np2/metrics.jsonl" >"$WORK/cmp" \
-  && pass "smet-np2: topology updates at steps 4, 8, 12, each a new mask; regrown/old update ratio logged after the first" \
+  && pass "smet-np2: topology updates at steps 4, 8, 12, each a new mask, blocks pruned and regrown counted; density every step; regrown/old update ratio logged after the first" \
   || fail "smet-np2: topology telemetry $(cat "$WORK/cmp")"
 grep -q 'smet: 8 matrices sparse at density 0.5 in blocks of 16' "$WORK/smet-np2.log" \
   && pass "smet-np2: the sparse matrices, density and bytes per weight are logged" || fail "smet-np2: no set-up line"

@@ -191,14 +191,17 @@ TEST_P(LmHead, EvalLossIsTheTrainingLossWithoutGradientWork) {
   g_gradient_ops = 0;
   const float evaluated = m->eval_loss(tok.data(), tgt.data(), B, T);
   EXPECT_EQ(g_gradient_ops, 0);
+  EXPECT_EQ(m->forward_backward_seconds(), 0.0) << "no backward work in evaluation";
   EXPECT_THROW(m->backward(1.0f), Error);
   const float trained = m->forward(tok.data(), tgt.data(), B, T);
   EXPECT_EQ(evaluated, trained);
+  EXPECT_GT(m->forward_backward_seconds(), 0.0) << "the head's gradient products, timed";
   const int rows = std::max(1, 4 * 128 / std::max(cfg.d_model, cfg.padded_vocab_resolved()));
   EXPECT_EQ(g_gradient_ops, 2 * ((B * T + rows - 1) / rows));  // per chunk: cross-entropy, product
   g_gradient_ops = 0;
   EXPECT_EQ(m->eval_loss(tok.data(), tgt.data(), B, T), trained);
   EXPECT_EQ(g_gradient_ops, 0);
+  EXPECT_EQ(m->forward_backward_seconds(), 0.0);
   EXPECT_THROW(m->backward(1.0f), Error);
   const std::vector<float> g = grads_of(*m);
   EXPECT_EQ(size_t(std::count(g.begin(), g.end(), 0.0f)), g.size());
