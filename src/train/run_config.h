@@ -83,8 +83,10 @@ struct MetricsConfig {
   template <class V>
   void visit(V& v) {
     v("peak_gflops", peak_gflops,
-      "FLOP/s peak of one rank for MFU, in GFLOP/s (0: each rank measures its best sgemm rate "
-      "at start-up with its threads); MFU = achieved / (peak x ranks)");
+      "FLOP/s peak of one rank for MFU, in GFLOP/s (0: each rank measures, at start-up with its "
+      "threads, the rate of its matrix products in their dtype: the best sgemm rate for fp32 "
+      "on the CPU, the bf16 product's for kernels.matmul_dtype = bf16, the GPU's own product "
+      "on a GPU); MFU = achieved / (peak x ranks)");
   }
 };
 
