@@ -65,7 +65,9 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
     inputs[i] = int32_t(rng.below(config.model.vocab_size));
     targets[i] = int32_t(rng.below(config.model.vocab_size));
   }
-  train::MfuMeter mfu(kernels::cpu::gemm_peak_gflops_measured(), world, "measured sgemm");
+  // Measured on this machine (never the config's metrics.peak_gflops): the peak of the
+  // products in their dtype, as a training run with metrics.peak_gflops = 0 measures it.
+  train::MfuMeter mfu = train::make_mfu_meter(0, ops, config.kernels.matmul_dtype, world);
   const double flops_per_token = model::flops_per_token(model, T);
 
   std::vector<double> step_s, fwd_s, bwd_s, opt_s, wait_s, sent;
@@ -99,7 +101,7 @@ int run_train_bench(train::RunConfig config, const BenchOptions& options) {
         "| model | params | optimizer | B | T | accum | ranks | threads/rank | zero | overlap | "
         "wire | products "
         "| step ms (median) | min | max | fwd ms | bwd ms | optim ms | comm wait ms | sent MB/step "
-        "| tokens/s | GFLOP/s | sgemm peak GFLOP/s | MFU | peak resident MiB in the steps (rank 0) "
+        "| tokens/s | GFLOP/s | peak GFLOP/s | MFU | peak resident MiB in the steps (rank 0) "
         "|\n");
     std::printf(
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|-"

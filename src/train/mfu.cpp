@@ -1,11 +1,14 @@
-// MfuMeter (see mfu.h).
+// MfuMeter and make_mfu_meter (see mfu.h).
 #include "train/mfu.h"
 
 #include <cmath>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/matmul_peak.h"
 
 namespace gossamer::train {
 
@@ -30,6 +33,17 @@ double MfuMeter::mfu(double flops_per_s) {
     source_ = "raised to an achieved step";
   }
   return per_rank_gflops / peak_gflops_;
+}
+
+MfuMeter make_mfu_meter(double peak_gflops, const kernels::OpTable& ops, kernels::MatmulDtype dtype,
+                        int ranks) {
+  if (peak_gflops > 0) return MfuMeter(peak_gflops, ranks, "metrics.peak_gflops");
+  const bool host = ops.memory->host_accessible;
+  if (host && dtype == kernels::MatmulDtype::MATMUL_DTYPE_FP32)
+    return MfuMeter(kernels::cpu::gemm_peak_gflops_measured(), ranks, "measured sgemm");
+  return MfuMeter(kernels::measure_matmul_gflops(ops, host ? 1024 : 2048, dtype), ranks,
+                  strprintf("measured %s %s matmul", ops.memory->backend,
+                            std::string(enum_name(dtype)).c_str()));
 }
 
 }  // namespace gossamer::train

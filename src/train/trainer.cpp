@@ -36,7 +36,6 @@
 #include "io/atomic_file.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/matmul_peak.h"
 #include "kernels/ops.h"
 #include "model/family.h"
 #include "model/host_params.h"
@@ -245,20 +244,8 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
     metrics_.emplace((fs::path(tc_.out_dir) / "metrics.jsonl").string(),
                      resumed_from_.empty() ? -1 : state_.step);
   }
-  // MFU against the peak of the products' own dtype: the sgemm rate for fp32 products on the
-  // CPU, else the rate of the table's own product in that dtype (bf16: with its rounding).
-  const bool given = config_.metrics.peak_gflops > 0;
-  const bool sgemm = ops_.memory->host_accessible &&
-                     config_.kernels.matmul_dtype == kernels::MatmulDtype::MATMUL_DTYPE_FP32;
-  const int n = ops_.memory->host_accessible ? 1024 : 2048;
-  mfu_.emplace(given   ? config_.metrics.peak_gflops
-               : sgemm ? kernels::cpu::gemm_peak_gflops_measured()
-                       : kernels::measure_matmul_gflops(ops_, n, config_.kernels.matmul_dtype),
-               world_,
-               given   ? "metrics.peak_gflops"
-               : sgemm ? "measured sgemm"
-                       : strprintf("measured %s %s matmul", ops_.memory->backend,
-                                   std::string(enum_name(config_.kernels.matmul_dtype)).c_str()));
+  mfu_.emplace(
+      make_mfu_meter(config_.metrics.peak_gflops, ops_, config_.kernels.matmul_dtype, world_));
   flops_per_token_ = model::flops_per_token(*model_, T_);
   fault_ = fault_plan_from_env();
   sample_rng_.set_state(state_.sample_rng);
