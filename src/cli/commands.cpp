@@ -153,16 +153,20 @@ Subcommand add_generate_command(CLI::App& app) {
                   "checkpoint directory or run directory (its latest)")
       ->required();
   cmd->add_option("--prompt", a->prompt, "text to continue (after the tokenizer's document token)");
-  cmd->add_option("--tokens", a->tokens, "tokens to generate");
-  cmd->add_option("--temperature", a->sampling.temperature, "0: greedy");
-  cmd->add_option("--top-k", a->sampling.top_k, "0: off");
-  cmd->add_option("--top-p", a->sampling.top_p, "1: off");
-  cmd->add_option("--seed", a->seed, "sampling seed");
+  cmd->add_option("--tokens", a->tokens, "tokens to generate")->capture_default_str();
+  cmd->add_option("--temperature", a->sampling.temperature, "0: greedy")->capture_default_str();
+  cmd->add_option("--top-k", a->sampling.top_k, "0: off")->capture_default_str();
+  cmd->add_option("--top-p", a->sampling.top_p, "1: off")->capture_default_str();
+  cmd->add_option("--seed", a->seed,
+                  "sampling seed: the same seed, checkpoint and prompt give the same text; "
+                  "change it for another sample")
+      ->capture_default_str();
   cmd->add_option("--tokenizer", a->tokenizer,
                   "gpt2:DIR, spm:MODEL_FILE or a GPT-2 directory (default: the run's "
                   "data.tokenizer)");
   cmd->add_option("--device", a->device,
-                  "where the model runs: cpu or cuda (not the checkpoint's kernels.device)");
+                  "where the model runs: cpu or cuda (not the checkpoint's kernels.device)")
+      ->capture_default_str();
   return {cmd, [a] {
             return generate_text(a->checkpoint, a->prompt, a->tokenizer, a->tokens, a->sampling,
                                  a->seed, a->device);

@@ -34,6 +34,7 @@
 #include "eval/sampler.h"
 #include "hf/import.h"
 #include "io/atomic_file.h"
+#include "io/json_path.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
@@ -158,6 +159,7 @@ class TrainingRun {
 
  private:
   void warn_later_checkpoints() const;
+  void warn_stretched_schedule(const json& saved, int64_t step) const;
   void build_and_restore(const std::string& resume_path, const std::string& init_from,
                          const std::vector<std::string>& allow_change);
   void check_replica_contract() const;
@@ -266,6 +268,25 @@ void TrainingRun::warn_later_checkpoints() const {
       tc_.out_dir.c_str());
 }
 
+// A resume with another train.steps stretches a cosine or linear decay over the new length: the
+// lr jumps at the resumed step. Said loudly, with both values (wsd continues unchanged).
+void TrainingRun::warn_stretched_schedule(const json& saved, int64_t step) const {
+  const json* before = io::find_dotted(saved, "train.steps");
+  if (rank_ != 0 || !before || !before->is_number_integer()) return;
+  const int64_t old_steps = before->get<int64_t>();
+  if (old_steps == tc_.steps) return;
+  const double was = optim::lr_at(config_.schedule, config_.optimizer.lr, step, old_steps);
+  const double is = optim::lr_at(config_.schedule, config_.optimizer.lr, step, tc_.steps);
+  if (was == is) return;
+  log_warn(
+      "resume: train.steps changed from %lld to %lld, and the %s schedule stretches over the new "
+      "length: the lr at step %lld is %.3g instead of %.3g (a jump of %+.0f%%); for runs made "
+      "longer as they go, schedule.decay = \"wsd\" keeps the lr until its final decay",
+      (long long)old_steps, (long long)tc_.steps,
+      std::string(enum_name(config_.schedule.decay)).c_str(), (long long)step + 1, is, was,
+      100.0 * (is / was - 1.0));
+}
+
 // The model's weights: initialised, or from --init-from, or from the checkpoint of --resume
 // (with the optimizer's state); then the optimizer takes the final buffers.
 void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from,
@@ -295,6 +316,7 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
                                                           : 0;
     check_resume_changes(load_checkpoint_config(resumed_from_), to_json(config_), saved_batch,
                          tokens_per_step_, allow_change);
+    warn_stretched_schedule(load_checkpoint_config(resumed_from_), saved.step);
     load_model_weights(resumed_from_, *model_);
     load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
     state_.tokens_per_step = tokens_per_step_;

@@ -76,6 +76,28 @@ for f in model optimizer; do
     && pass "--resume RUN skipped step 6 (mixed $f.safetensors) for step 5" \
     || { grep -E 'warn|error|resumed' "$WORK/mixed-$f.log" | head -3; fail "--resume RUN with a mixed $f.safetensors"; }
 done
+# 5. A run made longer on resume from step 3: a cosine decay stretches over the new length, so
+# the lr jumps at the resumed step (warned, with both values); wsd, resumed in its stable phase
+# (its decay was to take steps 5 and 6), continues unchanged.
+for decay in cosine wsd; do
+  S="$WORK/longer-$decay"
+  sched=(--set schedule.warmup_steps=2 --set "schedule.decay=\"$decay\"")
+  [[ $decay == wsd ]] && sched+=(--set schedule.decay_steps=2)
+  train "${sched[@]}" --set train.steps=6 --set train.keep_checkpoints=0 --out "$S" >/dev/null 2>&1 || fail "$decay: the first run failed"
+  train "${sched[@]}" --set train.steps=9 --out "$S" --resume "$(ck "$S" 3)" >"$WORK/longer-$decay.log" 2>&1 \
+    || { tail -3 "$WORK/longer-$decay.log"; fail "$decay: the longer resume failed"; continue; }
+  msg="$(grep -m1 'schedule stretches over the new length' "$WORK/longer-$decay.log" || true)"
+  if [[ $decay == cosine ]]; then
+    [[ "$msg" == *"train.steps changed from 6 to 9, and the cosine schedule stretches"*"the lr at step 4 is"*'schedule.decay = "wsd"'* ]] \
+      && pass "cosine made longer: the lr jump is warned with both values" \
+      && record_case "resume with more train.steps under a cosine decay" 0 "$msg" \
+           train "${sched[@]}" --set train.steps=9 --out "$S" --resume "$(ck "$S" 3)" \
+      || fail "cosine made longer: no warning ($msg)"
+  else
+    [[ -z "$msg" ]] && pass "wsd made longer in its stable phase: no jump, no warning" || fail "wsd warned: $msg"
+  fi
+done
+
 E="$WORK/mixed-eval"
 cp -r "$(ck "$WORK/pristine" 6)" "$E" && cp "$(ck "$WORK/pristine" 4)/model.safetensors" "$E/"
 expect_error "eval of a checkpoint holding another step's weights" "model.safetensors: does not belong to this checkpoint \(the file says it is step 4's\)" \

@@ -252,8 +252,8 @@ TEST(RunConfig, EnumsAreParsedByNameAndRejectedByName) {
   EXPECT_EQ(train::parse_run_config({{"schedule", {{"decay", "linear"}}}}, "r").schedule.decay,
             optim::Decay::DECAY_LINEAR);
   EXPECT_NE(err({{"schedule", {{"decay", "step"}}}})
-                .find("r.json: schedule.decay: expected a string, one of \"cosine\", \"linear\" "
-                      "or \"constant\", found string \"step\""),
+                .find("r.json: schedule.decay: expected a string, one of \"cosine\", \"linear\", "
+                      "\"constant\" or \"wsd\", found string \"step\""),
             std::string::npos);
   EXPECT_NE(err({{"kernels", {{"gemm", "mkl"}}}}).find("kernels.gemm: expected a string, one of"),
             std::string::npos);
@@ -339,6 +339,27 @@ TEST(LrSchedule, WarmupThenCosineToTheFloor) {
   EXPECT_NEAR(optim::lr_at(s, 2.0, 60, 111), 1.1, 1e-12);
   s.decay = optim::Decay::DECAY_CONSTANT;
   EXPECT_DOUBLE_EQ(optim::lr_at(s, 2.0, 100, 111), 2.0);
+}
+
+// Warm-up-stable-decay: the peak until the last decay_steps steps, a linear decay to the floor;
+// a run made longer in its stable phase keeps its lr where cosine jumps.
+TEST(LrSchedule, WsdHoldsThePeakThenDecaysAndContinuesWhenMadeLonger) {
+  optim::ScheduleConfig s;
+  s.warmup_steps = 10, s.min_lr_ratio = 0.1, s.decay = optim::Decay::DECAY_WSD, s.decay_steps = 21;
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 0, 110), 0.1);
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 88, 110), 1.0);     // the last stable step
+  EXPECT_DOUBLE_EQ(optim::lr_at(s, 1.0, 89, 110), 1.0);     // the decay's first step: the peak
+  EXPECT_NEAR(optim::lr_at(s, 1.0, 99, 110), 0.55, 1e-12);  // half way
+  EXPECT_NEAR(optim::lr_at(s, 1.0, 109, 110), 0.1, 1e-12);  // the last step: the floor
+  for (int64_t step : {10, 50, 88})  // made longer: the same lr in the stable phase
+    EXPECT_EQ(optim::lr_at(s, 1.0, step, 110), optim::lr_at(s, 1.0, step, 1000));
+  optim::ScheduleConfig cosine;
+  cosine.warmup_steps = 10;
+  EXPECT_NE(optim::lr_at(cosine, 1.0, 50, 110), optim::lr_at(cosine, 1.0, 50, 1000));
+  s.decay_steps = 0;
+  EXPECT_THROW(s.validate(), Error);
+  cosine.decay_steps = 5;
+  EXPECT_THROW(cosine.validate(), Error);
 }
 
 TEST(JsonPath, DottedPathsWalkObjectsOnly) {
