@@ -259,6 +259,7 @@ Subcommand add_bench_command(CLI::App& app) {
 Subcommand add_sweep_command(CLI::App& app) {
   struct Args {
     std::string file, out;
+    std::vector<std::string> sets;
     sweep::SweepOptions options;
   };
   auto a = std::make_shared<Args>();
@@ -268,6 +269,10 @@ Subcommand add_sweep_command(CLI::App& app) {
                   "sweep (JSON): base config, overrides, launcher (docs/SWEEP.md)")
       ->required();
   cmd->add_option("--out", a->out, "sweep directory (overrides the file's \"out\")");
+  cmd->add_option("--set", a->sets,
+                  "override a config key of every point: section.key=value (joins the file's "
+                  "\"set\"; not a key the grid or points vary)")
+      ->take_all();
   cmd->add_flag("--dry-run", a->options.dry_run,
                 "print each point, what would be done (run, resume, skip) and its command; write "
                 "nothing");
@@ -276,7 +281,7 @@ Subcommand add_sweep_command(CLI::App& app) {
   return {cmd, [a] {
             GOSSAMER_CHECK(!(a->options.dry_run && a->options.summarize_only),
                            "--dry-run and --summarize-only exclude each other");
-            return sweep::run_sweep(sweep::load_sweep(a->file, a->out), a->options);
+            return sweep::run_sweep(sweep::load_sweep(a->file, a->out, a->sets), a->options);
           }};
 }
 

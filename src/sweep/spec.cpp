@@ -553,8 +553,31 @@ void check_sweep_data(const SweepSpec& spec) {
   }
 }
 
-SweepSpec load_sweep(const std::string& path, const std::string& out_override) {
-  const ordered_json j = io::read_strict_json_file<ordered_json>(path, "sweep file");
+SweepSpec load_sweep(const std::string& path, const std::string& out_override,
+                     const std::vector<std::string>& sets) {
+  ordered_json j = io::read_strict_json_file<ordered_json>(path, "sweep file");
+  for (const std::string& assignment : sets) {
+    const size_t eq = assignment.find('=');
+    GOSSAMER_CHECK(eq != std::string::npos && eq > 0,
+                   "--set %s: expected KEY=VALUE with a dotted key, e.g. optimizer.lr=3e-4",
+                   assignment.c_str());
+    const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+    ordered_json value = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) value = text;  // a bare word: a string
+    GOSSAMER_CHECK(j.is_object(), "%s: expected a JSON object at the top level", path.c_str());
+    const bool in_grid = j.contains("grid") && j["grid"].is_object() && j["grid"].contains(key);
+    bool in_points = false;
+    if (j.contains("points") && j["points"].is_array())
+      for (const auto& p : j["points"])
+        in_points = in_points || (p.is_object() && p.contains("set") && p["set"].is_object() &&
+                                  p["set"].contains(key));
+    GOSSAMER_CHECK(!in_grid && !in_points,
+                   "--set %s: the sweep's %s %s, which would override this value; change it "
+                   "in %s",
+                   assignment.c_str(), in_grid ? "grid varies" : "points vary", key.c_str(),
+                   path.c_str());
+    j["set"][key] = value;
+  }
   const fs::path p(path);
   return parse_sweep(j, path, p.parent_path().string(), sanitize_point_name(p.stem().string()),
                      out_override);

@@ -61,7 +61,10 @@ SweepSpec parse_sweep(const nlohmann::ordered_json& j, const std::string& source
 // (relative to the working directory, as for `gossamer train`), naming the point and key.
 void check_sweep_data(const SweepSpec& spec);
 // Reads SWEEP.json and parses it (base relative to the file, name defaults to its stem).
-SweepSpec load_sweep(const std::string& path, const std::string& out_override);
+// `sets` ("section.key=VALUE", the command line's --set) join the file's "set", replacing a
+// key it sets there; a key the grid or the points vary is refused (it would be overridden).
+SweepSpec load_sweep(const std::string& path, const std::string& out_override,
+                     const std::vector<std::string>& sets = {});
 
 // A directory name from free text: characters outside [A-Za-z0-9._=,+-] become '_'.
 std::string sanitize_point_name(const std::string& text);

@@ -20,7 +20,7 @@ check "bench codec" "--checkpoint --checksum --chunk-elems --elements --iters --
 check "bench comm" "--backend --check --codec-gbps --compression --compression-min-bytes --dtype --iters --link-gbps --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm
 check "export-hf" "--force --no-tokenizer --tokenizer -h,--help checkpoint hf-dir " export-hf
 check "import-hf" "--force -h,--help checkpoint hf-dir " import-hf
-check "sweep" "--dry-run --out --summarize-only -h,--help sweep-file " sweep
+check "sweep" "--dry-run --out --set --summarize-only -h,--help sweep-file " sweep
 
 if diff <("$GOSSAMER" config-reference) docs/CONFIG.md >/dev/null; then
   pass "docs/CONFIG.md matches config-reference"

@@ -165,6 +165,13 @@ grep -q 'a: resume (checkpoint at step 2 of 4)' "$WORK/run4.log" && [[ "$(status
   && cmp -s "$WORK/a.losses" <(losses "$O1/a/metrics.jsonl") \
   && pass "a resumed to step 4 with the same losses" || fail "resume: $(grep sweep: "$WORK/run4.log")"
 
+# --set on the command line: joins the file's "set" (a dry run shows it in each point's config:
+# the changed key makes the finished points stale), and is refused for a key the points vary.
+expect_error "sweep --set changes every point" 'finished point\(s\) in .* another config: a \(schedule.warmup_steps: 0 in the run, 1 now\)' \
+  "$GOSSAMER" sweep "$S1" --out "$O1" --set schedule.warmup_steps=1
+expect_error "sweep --set of a key the points vary" '--set optimizer.lr=0.5: the sweep.s points vary optimizer.lr, which would override this value' \
+  "$GOSSAMER" sweep "$S1" --out "$O1" --set optimizer.lr=0.5
+
 # ---- 5. a changed config is refused before anything runs ------------------------------------
 sed 's/"schedule.warmup_steps": 0/"schedule.warmup_steps": 1/' "$S1" >"$WORK/s1b.json"
 before="$(snapshot "$O1")"
