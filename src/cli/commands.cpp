@@ -183,9 +183,11 @@ Subcommand add_eval_command(CLI::App& app) {
                   "checkpoint, run directory (its latest) or Hugging Face model directory")
       ->required();
   cmd->add_option("--data", o->data,
-                  "token shards (files or globs; default: data.val): every complete window once");
+                  "token shards (files or globs; default: data.val, unless --hellaswag is "
+                  "given): the loss over every complete window once");
   cmd->add_option("--hellaswag", o->choices,
-                  "multiple-choice jsonl in HellaSwag's format (ctx, endings, label)");
+                  "multiple-choice jsonl in HellaSwag's format (ctx, endings, label); alone, no "
+                  "validation loss is computed (add --data for both)");
   cmd->add_option("--limit", o->choice_limit, "(with --hellaswag) score the first N examples only");
   cmd->add_flag("--json", o->json, "print the results as one JSON object (last line)");
   return {cmd, [o] { return eval::run_eval(*o); }};

@@ -22,7 +22,9 @@ namespace gossamer::eval {
 
 int run_eval(const EvalOptions& o) {
   const train::RunConfig config = train::load_run_config(o.config, o.sets);
-  const std::string shards = o.data.empty() ? config.data.val : o.data;
+  // The validation loss over data.val by default; with --hellaswag only when --data asks for
+  // it too (the multiple choice alone is what was asked for).
+  const std::string shards = !o.data.empty() ? o.data : o.choices.empty() ? config.data.val : "";
   GOSSAMER_CHECK(!shards.empty() || !o.choices.empty(),
                  "%s: nothing to evaluate: data.val is empty; pass --data SHARDS or --hellaswag "
                  "FILE",

@@ -71,7 +71,10 @@ hs="$("$G" eval -c $TINY --checkpoint "$WORK/run" --data "$WORK/small.bin" --hel
 n="$(field "$hs" hellaswag_examples)"; acc="$(field "$hs" hellaswag_acc)"; accn="$(field "$hs" hellaswag_acc_norm)"
 [[ "$n" == 12 ]] && pass "12 examples scored" || fail "examples: $n"
 node -e "process.exit($accn >= 0.75 ? 0 : 1)" && pass "acc_norm $accn (acc $acc) well above chance 0.25" || fail "acc_norm $accn: the trained model cannot tell text from letter salad"
-field "$hs" val_loss >/dev/null && pass "loss and multiple choice in one run" || fail "val_loss missing with --hellaswag"
+field "$hs" val_loss >/dev/null && pass "loss and multiple choice in one run (--data)" || fail "val_loss missing with --hellaswag --data"
+alone="$("$G" eval -c $TINY --checkpoint "$WORK/run" --hellaswag "$WORK/hs.jsonl" --limit 2 --json 2>/dev/null | tail -n 1)"
+! field "$alone" val_loss >/dev/null && [[ "$(field "$alone" hellaswag_examples)" == 2 ]] \
+  && pass "--hellaswag alone: no validation-loss pass" || fail "--hellaswag alone: $alone"
 n5="$(field "$("$G" eval -c $TINY --checkpoint "$WORK/run" --data "$WORK/small.bin" --hellaswag "$WORK/hs.jsonl" --limit 5 --json 2>/dev/null | tail -n 1)" hellaswag_examples)"
 [[ "$n5" == 5 ]] && pass "--limit 5" || fail "--limit 5 scored $n5"
 
