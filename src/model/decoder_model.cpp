@@ -356,7 +356,7 @@ float DecoderModel::head_loss(const float* hidden, bool with_gradients) {
 }
 
 void DecoderModel::head_logits(const float* hidden) {
-  head_backward_s_ = 0;  // no gradient work in a forward without targets
+  head_backward_s_ = 0;                            // no gradient work in a forward without targets
   if (head_out_.size() < size_t(B_) * T_ * Vp_) {  // room for B_ rows of max_T_ positions
     head_out_ = Buffer<float>();
     head_out_ = Buffer<float>(size_t(B_) * max_T_ * Vp_, *ops_.memory);
