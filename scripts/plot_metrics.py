@@ -5,7 +5,9 @@ Usage: /usr/bin/python3 scripts/plot_metrics.py [--title TEXT] [--x step|time|by
            RUN_DIR [RUN_DIR ...]
 --x: the horizontal axis: the step (default), the training time (the sum of the logged step
 times, rank 0's view; evaluation excluded) or the bytes rank 0 sent (the sum of the logged
-per-step bytes_sent), each up to the step of the point.
+per-step bytes_sent), each up to the step of the point; a run whose rank 0 sent nothing (one
+rank) is drawn at 0 with a note on the plot. The training curve is a centred moving average over
+2% of the run (no lag); the legend sits outside the axes.
 Uses Debian's python3-matplotlib (installed by scripts/install-deps.sh); each run's label is
 its directory name (`gossamer sweep` passes its point directories and a title).
 """
@@ -45,13 +47,19 @@ def read_metrics(run_dir, x_axis="step"):
     return train, val
 
 
-def smooth(values, k=20):
-    out, acc = [], []
+def smooth(values, k=None):
+    """Centred moving average (no lag): each point is the mean of up to k points on each side,
+    the window narrowing at the ends; k is 2% of the run (at least 1, at most 25)."""
+    n = len(values)
+    if k is None:
+        k = max(1, min(25, n // 50))
+    prefix = [0.0]
     for v in values:
-        acc.append(v)
-        if len(acc) > k:
-            acc.pop(0)
-        out.append(sum(acc) / len(acc))
+        prefix.append(prefix[-1] + v)
+    out = []
+    for i in range(n):
+        half = min(k, i, n - 1 - i)
+        out.append((prefix[i + half + 1] - prefix[i - half]) / (2 * half + 1))
     return out
 
 
@@ -69,9 +77,12 @@ def main():
     if len(args) < 2:
         sys.exit(__doc__)
     out, runs = args[0], args[1:]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
+    silent = []  # runs whose rank 0 sent nothing: --x bytes puts every point at 0
     for i, run in enumerate(runs):
         train, val = read_metrics(run, x_axis)
+        if x_axis == "bytes" and train and train[-1][0] == 0:
+            silent.append(os.path.basename(os.path.normpath(run)))
         label = os.path.basename(os.path.normpath(run))
         color = f"C{i}"
         if train:
@@ -86,7 +97,13 @@ def main():
     ax.set_ylabel("loss (nats/token)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small" if len(runs) > 3 else None)
+    if silent:
+        note = f"rank 0 sent no bytes (one rank?): {', '.join(silent)} drawn at x = 0"
+        ax.text(0.01, 0.01, note, transform=ax.transAxes, fontsize="small", va="bottom")
+        print(f"plot_metrics: {note}", file=sys.stderr)
+    # Outside the axes, so that it never covers a curve.
+    ax.legend(fontsize="small" if len(runs) > 3 else None, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")

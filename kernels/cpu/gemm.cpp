@@ -11,7 +11,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -32,7 +31,7 @@ namespace gossamer::kernels::cpu {
 
 namespace {
 
-std::atomic<GemmBackend> g_backend{GemmBackend::GEMM_BACKEND_AUTO};
+thread_local GemmBackend t_backend = GemmBackend::GEMM_BACKEND_AUTO;  // per run: see gemm.h
 
 // ---- per-shape rules -------------------------------------------------------------------------
 // Fixed rules, measured with bench/bench_gemm on the GPT-2 training shapes (2 threads, AVX-512
@@ -249,10 +248,10 @@ void check_args(const char* type, bool trans_a, bool trans_b, int M, int N, int 
 }  // namespace
 
 void gemm_set_backend(GemmBackend backend) {
-  g_backend.store(backend);
+  t_backend = backend;
 }
 GemmBackend gemm_backend() {
-  return g_backend.load();
+  return t_backend;
 }
 
 GemmBackend gemm_backend_from_string(const std::string& name) {

@@ -16,7 +16,9 @@ enum class GemmBackend {
   GEMM_BACKEND_ONEDNN,    // oneDNN: cached matmul primitives, or dnnl_sgemm (see GemmImpl)
 };
 
-// Process-wide choice, set once at start-up by the program (before any gemm call).
+// The calling thread's choice (AUTO until set): a run sets it on its own thread at start-up
+// (configure_cpu_kernels), so two runs on two threads of one process each keep their own. gemm
+// is only called from a run's thread, never from inside a parallel region.
 void gemm_set_backend(GemmBackend backend);
 GemmBackend gemm_backend();
 // "auto" | "openblas" | "onednn"; anything else throws gossamer::Error.

@@ -58,6 +58,20 @@ void AtomicFile::write(const void* data, size_t bytes) {
   }
 }
 
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t bytes) {
+  GOSSAMER_CHECK(fd_ >= 0 && !committed_, "%s: write after commit", path_.c_str());
+  const auto* p = static_cast<const unsigned char*>(data);
+  while (bytes > 0) {
+    const ssize_t w = ::pwrite(fd_, p, std::min<size_t>(bytes, size_t{1} << 30), off_t(offset));
+    if (w < 0 && errno == EINTR) continue;
+    GOSSAMER_CHECK(w > 0, "%s: cannot write %s: %s", path_.c_str(), tmp_.c_str(),
+                   w < 0 ? std::strerror(errno) : "no progress");
+    p += w;
+    offset += uint64_t(w);
+    bytes -= size_t(w);
+  }
+}
+
 void AtomicFile::commit() {
   GOSSAMER_CHECK(fd_ >= 0 && !committed_, "%s: committed twice", path_.c_str());
   GOSSAMER_CHECK(::fsync(fd_) == 0, "%s: fsync of %s failed: %s", path_.c_str(), tmp_.c_str(),

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,8 @@ class AtomicFile {
 
   void write(const void* data, size_t bytes);
   void write(std::string_view text) { write(text.data(), text.size()); }
+  // Overwrites bytes already written at `offset` (a header completed after its data).
+  void write_at(uint64_t offset, const void* data, size_t bytes);
   // fsync, close, rename onto path(), fsync of the directory. Call once.
   void commit();
 

@@ -1,6 +1,7 @@
 // checksum64 (see checksum.h).
 #include "io/checksum.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -57,16 +58,41 @@ uint64_t chunk_hash(const unsigned char* p, size_t n, uint64_t seed) {
 }  // namespace
 
 uint64_t checksum64(const void* data, size_t bytes) {
+  Checksum64Stream s;
+  s.add(data, bytes);
+  return s.value();
+}
+
+void Checksum64Stream::hash_chunks(const unsigned char* p, size_t chunks) {
+  const size_t first = hashes_.size();
+  hashes_.resize(first + chunks);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (size_t c = 0; c < chunks; ++c)
+    hashes_[first + c] = chunk_hash(p + c * kChunk, kChunk, uint64_t(first + c));
+}
+
+void Checksum64Stream::add(const void* data, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
-  const size_t chunks = (bytes + kChunk - 1) / kChunk;
-  std::vector<uint64_t> hashes(chunks);
-#pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < chunks; ++c) {
-    const size_t begin = c * kChunk, n = bytes - begin < kChunk ? bytes - begin : kChunk;
-    hashes[c] = chunk_hash(p + begin, n, uint64_t(c));
+  bytes_ += bytes;
+  if (!partial_.empty()) {  // fill the held chunk first
+    const size_t take = std::min(bytes, kChunk - partial_.size());
+    partial_.insert(partial_.end(), p, p + take);
+    p += take;
+    bytes -= take;
+    if (partial_.size() < kChunk) return;
+    hash_chunks(partial_.data(), 1);
+    partial_.clear();
   }
-  uint64_t h = kP5 + uint64_t(bytes);
-  for (uint64_t c : hashes) h = merge(h, c);
+  const size_t whole = bytes / kChunk;
+  hash_chunks(p, whole);
+  partial_.assign(p + whole * kChunk, p + bytes);
+}
+
+uint64_t Checksum64Stream::value() const {
+  uint64_t h = kP5 + bytes_;
+  for (uint64_t c : hashes_) h = merge(h, c);
+  if (!partial_.empty())
+    h = merge(h, chunk_hash(partial_.data(), partial_.size(), uint64_t(hashes_.size())));
   return avalanche(h);
 }
 

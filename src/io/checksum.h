@@ -10,10 +10,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gossamer::io {
 
 uint64_t checksum64(const void* data, size_t bytes);
+
+// checksum64 of bytes that arrive in pieces of any sizes: add() them in order, then value()
+// equals checksum64 of their concatenation. Whole 64 KiB chunks are hashed as they arrive (in
+// parallel), a partial chunk is held until it fills; memory: 64 KiB plus 8 bytes per chunk.
+class Checksum64Stream {
+ public:
+  void add(const void* data, size_t bytes);
+  uint64_t value() const;
+
+ private:
+  void hash_chunks(const unsigned char* p, size_t chunks);
+  std::vector<uint64_t> hashes_;  // of the whole chunks so far, in order
+  std::vector<unsigned char> partial_;
+  uint64_t bytes_ = 0;
+};
 
 // "0123456789abcdef": 16 lower-case hex digits.
 std::string checksum_hex(uint64_t checksum);

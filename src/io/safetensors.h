@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -124,14 +125,22 @@ class SafetensorsWriter {
   // write(), so it must stay valid until then. Throws on a duplicate or reserved name
   // ("__metadata__", ""), on a negative dimension, or on null data for a non-empty tensor.
   void add(const std::string& name, DType dtype, const Shape& shape, const void* data);
+  // Registers a tensor whose bytes are produced while write() runs, in file order, so that a
+  // file larger than memory (or gathered piece by piece) is never held whole: write() calls
+  // fill(sink) once, and fill must pass exactly the tensor's byte count to sink, in pieces.
+  using Sink = std::function<void(const void* data, size_t bytes)>;
+  using Filler = std::function<void(const Sink& sink)>;
+  void add_streamed(const std::string& name, DType dtype, const Shape& shape, Filler fill);
   void set_metadata(const std::string& key, const std::string& value);  // overwrites
   // write() also stores a checksum of every tensor's bytes in the metadata ("checksum.NAME", and
   // "checksum_algorithm"; io/checksum.h), which SafetensorsReader::verify_checksums() checks.
   void add_checksums() { checksums_ = true; }
   // Header: {"__metadata__": {...} (if any), tensors in the order added}, compact JSON padded
-  // with spaces to a multiple of 8 bytes; data in the order added, contiguous. Written through
-  // io::AtomicFile; on failure nothing is left behind and an Error names the path and strerror.
-  // Can be called more than once.
+  // with spaces to a multiple of 8 bytes; data in the order added, contiguous. The checksums
+  // are computed while the data is written: the header goes first with placeholders of the same
+  // length and is rewritten once the data is out. Written through io::AtomicFile; on failure
+  // nothing is left behind and an Error names the path and strerror. Can be called more than
+  // once (a streamed tensor's filler is then called again).
   void write(const std::string& path) const;
 
  private:
@@ -139,9 +148,12 @@ class SafetensorsWriter {
     std::string name;
     DType dtype;
     Shape shape;
-    const void* data;
+    const void* data;  // or, for a streamed tensor, fill
+    Filler fill;
     uint64_t nbytes;
   };
+  std::string header(const std::vector<std::string>& checksums) const;
+  uint64_t check_entry(const std::string& name, DType dtype, const Shape& shape) const;
   std::vector<Entry> entries_;
   std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;

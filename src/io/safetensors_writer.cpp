@@ -1,8 +1,9 @@
 // SafetensorsWriter (see io/safetensors.h): tensors are registered with add() (name, dtype,
-// shape and byte count checked there, data only borrowed) and written by write() as one compact
-// JSON header padded to 8 bytes followed by the data in the order added. The file goes through
-// io::AtomicFile (temporary sibling, fsync, rename, directory fsync), so the final path holds
-// either the previous file or the complete new one, never a partial write.
+// shape and byte count checked there, data only borrowed) or add_streamed() (bytes produced
+// during write()), and written by write() as one compact JSON header padded to 8 bytes followed
+// by the data in the order added; the header is rewritten once the data's checksums are known. The
+// file goes through io::AtomicFile (temporary sibling, fsync, rename, directory fsync), so the
+// final path holds either the previous file or the complete new one, never a partial write.
 #include "io/safetensors.h"
 
 #include <bit>
@@ -34,8 +35,8 @@ void check_utf8(const std::string& s, const char* what) {
 
 }  // namespace
 
-void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& shape,
-                            const void* data) {
+uint64_t SafetensorsWriter::check_entry(const std::string& name, DType dtype,
+                                        const Shape& shape) const {
   (void)dtype_size(dtype);  // rejects invalid enum values
   if (name.empty() || name == kMetadataKey) {
     fail("safetensors writer: invalid tensor name '%s'", name.c_str());
@@ -57,12 +58,26 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& s
     fail("safetensors writer: tensor '%s' shape %s overflows 64 bits", name.c_str(),
          shape_to_string(shape).c_str());
   }
+  return nbytes;
+}
+
+void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& shape,
+                            const void* data) {
+  const uint64_t nbytes = check_entry(name, dtype, shape);
   if (nbytes > 0 && data == nullptr) {
     fail("safetensors writer: tensor '%s' has null data for %llu bytes", name.c_str(),
          static_cast<unsigned long long>(nbytes));
   }
   index_[name] = entries_.size();
-  entries_.push_back({name, dtype, shape, data, nbytes});
+  entries_.push_back({name, dtype, shape, data, nullptr, nbytes});
+}
+
+void SafetensorsWriter::add_streamed(const std::string& name, DType dtype, const Shape& shape,
+                                     Filler fill) {
+  const uint64_t nbytes = check_entry(name, dtype, shape);
+  GOSSAMER_CHECK(fill != nullptr, "safetensors writer: tensor '%s' has no filler", name.c_str());
+  index_[name] = entries_.size();
+  entries_.push_back({name, dtype, shape, nullptr, std::move(fill), nbytes});
 }
 
 void SafetensorsWriter::set_metadata(const std::string& key, const std::string& value) {
@@ -71,13 +86,14 @@ void SafetensorsWriter::set_metadata(const std::string& key, const std::string& 
   metadata_[key] = value;
 }
 
-void SafetensorsWriter::write(const std::string& path) const {
+// The header for the given checksums (one per entry; empty: no checksums).
+std::string SafetensorsWriter::header(const std::vector<std::string>& checksums) const {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   std::map<std::string, std::string> metadata = metadata_;
-  if (checksums_) {
+  if (!checksums.empty()) {
     metadata["checksum_algorithm"] = kChecksumAlgorithm;
-    for (const Entry& e : entries_)
-      metadata["checksum." + e.name] = checksum_hex(checksum64(e.data, e.nbytes));
+    for (size_t i = 0; i < entries_.size(); ++i)
+      metadata["checksum." + entries_[i].name] = checksums[i];
   }
   if (!metadata.empty()) {
     nlohmann::ordered_json m = nlohmann::ordered_json::object();
@@ -95,12 +111,45 @@ void SafetensorsWriter::write(const std::string& path) const {
   }
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' ');
-  const uint64_t header_len = h.size();
+  return h;
+}
+
+void SafetensorsWriter::write(const std::string& path) const {
+  // Placeholders of a checksum's length (16 hex digits), so the final header has the same size.
+  std::vector<std::string> checksums(checksums_ ? entries_.size() : 0, checksum_hex(0));
+  const std::string placeholder = header(checksums);
+  const uint64_t header_len = placeholder.size();
 
   AtomicFile f(path);
   f.write(&header_len, 8);
-  f.write(h);
-  for (const Entry& e : entries_) f.write(e.data, e.nbytes);
+  f.write(placeholder);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    Checksum64Stream sum;
+    uint64_t written = 0;
+    const Sink sink = [&](const void* data, size_t bytes) {
+      GOSSAMER_CHECK(written + bytes <= e.nbytes,
+                     "%s: tensor '%s' was given more than its %llu bytes", path.c_str(),
+                     e.name.c_str(), static_cast<unsigned long long>(e.nbytes));
+      f.write(data, bytes);
+      if (checksums_) sum.add(data, bytes);
+      written += bytes;
+    };
+    if (e.fill)
+      e.fill(sink);
+    else
+      sink(e.data, e.nbytes);
+    GOSSAMER_CHECK(written == e.nbytes, "%s: tensor '%s' was given %llu of its %llu bytes",
+                   path.c_str(), e.name.c_str(), static_cast<unsigned long long>(written),
+                   static_cast<unsigned long long>(e.nbytes));
+    if (checksums_) checksums[i] = checksum_hex(sum.value());
+  }
+  if (checksums_) {
+    const std::string h = header(checksums);
+    GOSSAMER_CHECK(h.size() == header_len, "%s: the header changed size with its checksums",
+                   path.c_str());
+    f.write_at(8, h.data(), h.size());
+  }
   f.commit();
 }
 

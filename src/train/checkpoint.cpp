@@ -154,8 +154,10 @@ std::string save_checkpoint(const std::string& run_dir, const model::ParamLayout
                             std::span<const float> weights, optim::Optimizer& optimizer,
                             const TrainerState& state, const json& config,
                             comm::Communicator& comm) {
-  const GatheredOptimizerState optimizer_state(optimizer, comm);
-  if (comm.rank() != 0) return "";
+  if (comm.rank() != 0) {  // rank 0 writes; the others send their optimizer state
+    write_optimizer_state("", state.step, optimizer, comm);
+    return "";
+  }
 
   const fs::path dir = fs::path(run_dir) / "checkpoints";
   std::error_code ec;
@@ -169,7 +171,7 @@ std::string save_checkpoint(const std::string& run_dir, const model::ParamLayout
   const fs::path tmp_dir = staging.path();
   write_model_weights((tmp_dir / "model.safetensors").string(), layout, weights, config,
                       state.step);
-  optimizer_state.write((tmp_dir / "optimizer.safetensors").string(), state.step);
+  write_optimizer_state((tmp_dir / "optimizer.safetensors").string(), state.step, optimizer, comm);
   // trainer.json names its files by their checksums, so that a file copied in from another
   // checkpoint is refused (check_file_tie).
   json trainer = trainer_state_json(state, config);

@@ -1,6 +1,7 @@
-// ops_for_run() and make_buffer_communicator() (see device_ops.h).
+// ops_for_run(), GpuClaim and make_buffer_communicator() (see device_ops.h).
 #include "train/device_ops.h"
 
+#include <atomic>
 #include <string>
 
 #include "comm/launch_env.h"
@@ -15,6 +16,25 @@
 #endif
 
 namespace gossamer::train {
+
+namespace {
+std::atomic<bool> g_gpu_claimed{false};  // the one process-wide flag: see GpuClaim
+}  // namespace
+
+GpuClaim::GpuClaim(bool on_gpu, const char* key) {
+  if (!on_gpu) return;
+  bool free = false;
+  GOSSAMER_CHECK(g_gpu_claimed.compare_exchange_strong(free, true),
+                 "%s = cuda: another run of this process is using the GPU, and the CUDA "
+                 "backend's stream, workspace and plans are per process (docs/ARCHITECTURE.md, "
+                 "\"State a run shares\"): run one GPU training per process",
+                 key);
+  held_ = true;
+}
+
+GpuClaim::~GpuClaim() {
+  if (held_) g_gpu_claimed.store(false);
+}
 
 const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, int world,
                                     int local_rank, const char* key) {

@@ -20,6 +20,21 @@ namespace gossamer::train {
 const kernels::OpTable& ops_for_run(const kernels::cpu::KernelsConfig& kernels, int world,
                                     int local_rank, const char* key = "kernels.device");
 
+// The CUDA backend keeps one stream, workspace, cuBLASLt handle and plan cache per process
+// (kernels/cuda/cuda_context.cuh): the runs of one process use the GPU one at a time. A run on
+// the GPU holds a GpuClaim for its whole life; a second one while it is held is refused, naming
+// `key` (a run on the CPU claims nothing).
+class GpuClaim {
+ public:
+  explicit GpuClaim(bool on_gpu, const char* key = "kernels.device");
+  ~GpuClaim();
+  GpuClaim(const GpuClaim&) = delete;
+  GpuClaim& operator=(const GpuClaim&) = delete;
+
+ private:
+  bool held_ = false;
+};
+
 // parallel.backend resolved for device buffers at several ranks (auto or nccl: NCCL; mpi and
 // single are refused, naming the key: this build's MPI is not CUDA-aware); every operation
 // waits on the device for the work already issued to the CUDA ops' stream.

@@ -1,8 +1,12 @@
-// Gathering, writing and restoring typed optimizer state (see optimizer_state_file.h).
+// Gathering, writing and restoring typed optimizer state (see optimizer_state_file.h). The
+// file is written tensor by tensor as each is gathered: rank 0 holds one gathered tensor at a
+// time, and state that is whole on this rank is written from where it lives, not copied.
 #include "train/optimizer_state_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,28 +157,23 @@ class HostState {
   std::vector<Staged> staged_;
 };
 
-}  // namespace
+// One tensor of the file: borrowed from this rank's state, or produced by a gather while the
+// file is written (`fill`, a collective: every rank runs the fills of every tensor, in order).
+struct FileTensor {
+  std::string name;
+  StateDType dtype;
+  size_t numel;
+  const void* data;  // or fill
+  io::SafetensorsWriter::Filler fill;
+};
 
-GatheredOptimizerState::GatheredOptimizerState(optim::Optimizer& optimizer,
-                                               comm::Communicator& comm)
-    : optimizer_(optimizer.name()), world_(comm.size()) {
-  const HostState host(optimizer.state());  // device state read back
-  for (const StateTensor& s : host.tensors()) {
-    if (s.scope == StateScope::STATE_SCOPE_SHARDED)
-      add_sharded(s, comm);
-    else
-      add_rows(s, comm);
-  }
-}
-
-void GatheredOptimizerState::add_sharded(const StateTensor& s, comm::Communicator& comm) {
-  const size_t esize = optim::state_dtype_size(s.dtype);
-  Tensor t{s.name, s.dtype, std::vector<uint8_t>(s.total * esize), s.total};
-  if (!s.layout) {  // the same whole tensor on every rank
+// A sharded tensor: the same whole tensor on every rank is borrowed; otherwise every rank's
+// packed pieces are gathered and passed on in the order of the flat tensor.
+void plan_sharded(const StateTensor& s, comm::Communicator& comm, std::vector<FileTensor>& out) {
+  if (!s.layout) {
     GOSSAMER_CHECK(s.numel == s.total, "optimizer state %s: %zu of %zu elements and no layout",
                    s.name.c_str(), s.numel, s.total);
-    std::memcpy(t.bytes.data(), s.data, s.total * esize);
-    tensors_.push_back(std::move(t));
+    out.push_back({s.name, s.dtype, s.total, s.data, nullptr});
     return;
   }
   const optim::ShardLayout& layout = *s.layout;
@@ -184,55 +183,95 @@ void GatheredOptimizerState::add_sharded(const StateTensor& s, comm::Communicato
       "optimizer state %s: the ranks' pieces do not match a layout of %zu elements over "
       "%d ranks",
       s.name.c_str(), s.total, comm.size());
-  // Every rank's packed pieces in rank order, then each piece to its place in the flat tensor.
-  std::vector<uint8_t> packed(s.total * esize);
-  comm.all_gather(s.data, packed.data(), counts, wire_dtype(s.dtype)).wait();
+  // (flat begin, packed offset, size) of every piece of every rank, in the flat tensor's order.
+  struct Run {
+    size_t begin, packed, size;
+  };
+  std::vector<Run> runs;
   size_t base = 0;
   for (int r = 0; r < comm.size(); ++r) {
     for (const optim::ShardPiece& p : layout.pieces(r))
-      std::memcpy(t.bytes.data() + p.begin * esize, packed.data() + (base + p.local) * esize,
-                  p.size() * esize);
+      runs.push_back({p.begin, base + p.local, p.size()});
     base += counts[size_t(r)];
   }
-  tensors_.push_back(std::move(t));
+  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
+  auto fill = [&comm, s, counts, runs](const io::SafetensorsWriter::Sink& sink) {
+    const size_t esize = optim::state_dtype_size(s.dtype);
+    std::vector<uint8_t> packed(s.total * esize);
+    comm.all_gather(s.data, packed.data(), counts, wire_dtype(s.dtype)).wait();
+    for (const Run& r : runs) sink(packed.data() + r.packed * esize, r.size * esize);
+  };
+  out.push_back({s.name, s.dtype, s.total, nullptr, fill});
 }
 
-// Per-rank tensors and summed rows: every rank's tensor, in rank order.
-void GatheredOptimizerState::add_rows(const StateTensor& s, comm::Communicator& comm) {
+// Per-rank tensors and summed rows: every rank's tensor, in rank order, from one gather (held
+// until the last rank's tensor is written).
+void plan_rows(const StateTensor& s, comm::Communicator& comm, std::vector<FileTensor>& out) {
   const size_t esize = optim::state_dtype_size(s.dtype);
   const std::vector<size_t> counts = counts_of_ranks(comm, s.numel);
   size_t sum = 0;
   for (size_t c : counts) sum += c;
-  std::vector<uint8_t> all(sum * esize);
-  comm.all_gather(s.data, all.data(), counts, wire_dtype(s.dtype)).wait();
+  auto all = std::make_shared<std::vector<uint8_t>>();
+  auto gather = [&comm, s, counts, sum, esize, all] {
+    all->resize(sum * esize);
+    comm.all_gather(s.data, all->data(), counts, wire_dtype(s.dtype)).wait();
+  };
   if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS) {
-    GOSSAMER_CHECK(s.dtype == StateDType::STATE_DTYPE_F32 && sum == s.numel * size_t(world_),
+    GOSSAMER_CHECK(s.dtype == StateDType::STATE_DTYPE_F32 && sum == s.numel * size_t(comm.size()),
                    "optimizer state %s: summed rows must be F32 and of one size on every rank",
                    s.name.c_str());
-    tensors_.push_back({s.name, s.dtype, std::move(all), sum});
+    out.push_back({s.name, s.dtype, sum, nullptr, [gather, all](const auto& sink) {
+                     gather();
+                     sink(all->data(), all->size());
+                     std::vector<uint8_t>().swap(*all);
+                   }});
     return;
   }
   size_t at = 0;
-  for (int r = 0; r < world_; ++r) {
-    const size_t n = counts[size_t(r)];
-    tensors_.push_back({rank_tensor_name(s.name, r), s.dtype,
-                        std::vector<uint8_t>(all.begin() + ptrdiff_t(at * esize),
-                                             all.begin() + ptrdiff_t((at + n) * esize)),
-                        n});
+  for (int r = 0; r < comm.size(); ++r) {
+    const size_t n = counts[size_t(r)], last = size_t(comm.size() - 1);
+    out.push_back({rank_tensor_name(s.name, r), s.dtype, n, nullptr,
+                   [gather, all, r, at, n, esize, last](const auto& sink) {
+                     if (r == 0) gather();
+                     sink(all->data() + at * esize, n * esize);
+                     if (size_t(r) == last) std::vector<uint8_t>().swap(*all);
+                   }});
     at += n;
   }
 }
 
-void GatheredOptimizerState::write(const std::string& path, int64_t step) const {
+}  // namespace
+
+void write_optimizer_state(const std::string& path, int64_t step, optim::Optimizer& optimizer,
+                           comm::Communicator& comm) {
+  const HostState host(optimizer.state());  // device state read back
+  std::vector<FileTensor> tensors;
+  for (const StateTensor& s : host.tensors()) {
+    if (s.scope == StateScope::STATE_SCOPE_SHARDED)
+      plan_sharded(s, comm, tensors);
+    else
+      plan_rows(s, comm, tensors);
+  }
+  if (comm.rank() != 0) {  // only the gathers, in the order rank 0 writes them
+    const io::SafetensorsWriter::Sink discard = [](const void*, size_t) {};
+    for (const FileTensor& t : tensors)
+      if (t.fill) t.fill(discard);
+    return;
+  }
   io::SafetensorsWriter w;
   w.set_metadata("format", "gossamer-optimizer");
   w.set_metadata("checkpoint_step", std::to_string(step));
-  w.set_metadata("optimizer", optimizer_);
+  w.set_metadata("optimizer", optimizer.name());
   w.set_metadata("state_format", "2");
-  w.set_metadata("world_size", std::to_string(world_));
+  w.set_metadata("world_size", std::to_string(comm.size()));
   w.add_checksums();
-  for (const Tensor& t : tensors_)
-    w.add(t.name, file_dtype(t.dtype), {int64_t(t.numel)}, t.bytes.data());
+  for (const FileTensor& t : tensors) {
+    const io::Shape shape = {int64_t(t.numel)};
+    if (t.fill)
+      w.add_streamed(t.name, file_dtype(t.dtype), shape, t.fill);
+    else
+      w.add(t.name, file_dtype(t.dtype), shape, t.data);
+  }
   w.write(path);
 }
 

@@ -19,29 +19,12 @@
 
 namespace gossamer::train {
 
-// The state of every rank, gathered (a collective over comm: every rank constructs it, at the
-// same point); rank 0 then writes it.
-class GatheredOptimizerState {
- public:
-  GatheredOptimizerState(optim::Optimizer& optimizer, comm::Communicator& comm);
-  // Writes the file at `path` (atomically); `step`, the checkpoint's, goes into its metadata
-  // (checkpoint_step, train/checkpoint.h).
-  void write(const std::string& path, int64_t step) const;
-
- private:
-  struct Tensor {
-    std::string name;
-    optim::StateDType dtype;
-    std::vector<uint8_t> bytes;  // numel elements of dtype
-    size_t numel;
-  };
-  void add_sharded(const optim::StateTensor& s, comm::Communicator& comm);
-  void add_rows(const optim::StateTensor& s, comm::Communicator& comm);
-
-  std::string optimizer_;
-  int world_;
-  std::vector<Tensor> tensors_;
-};
+// Writes the state of every rank to `path` (atomically) on rank 0, tensor by tensor as each is
+// gathered; `step`, the checkpoint's, goes into its metadata (checkpoint_step,
+// train/checkpoint.h). A collective over comm: every rank calls it at the same point, and ranks
+// other than 0 only take part in the gathers (their `path` is not used).
+void write_optimizer_state(const std::string& path, int64_t step, optim::Optimizer& optimizer,
+                           comm::Communicator& comm);
 
 // Fills the optimizer's state tensors for `rank` of `world` from the file, then calls
 // state_loaded().

@@ -78,10 +78,14 @@ struct TrainConfig {
 };
 
 struct MetricsConfig {
+  bool mfu = true;
   double peak_gflops = 0;
 
   template <class V>
   void visit(V& v) {
+    v("mfu", mfu,
+      "report MFU (false: no start-up measurement of the peak and no MFU in the log or "
+      "metrics.jsonl; for runs so small that the measurement costs more than the run)");
     v("peak_gflops", peak_gflops,
       "FLOP/s peak of one rank for MFU, in GFLOP/s (0: each rank measures, at start-up with its "
       "threads, the rate of its matrix products in their dtype: the best sgemm rate for fp32 "

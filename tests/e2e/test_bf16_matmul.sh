@@ -38,7 +38,7 @@ for family in gpt2 llama; do
 done
 # MFU against the peak of the products' own dtype: a bf16 run measures the bf16 product's rate.
 "$G" train -c configs/test/gpt2-tiny.json --set train.steps=1 --set train.eval_every=0 \
-  --set kernels.matmul_dtype=bf16 --set metrics.peak_gflops=0 --out "$WORK/peak" >"$WORK/peak.log" 2>&1 \
+  --set kernels.matmul_dtype=bf16 --set metrics.mfu=true --out "$WORK/peak" >"$WORK/peak.log" 2>&1 \
   && grep -q 'MFU peak [0-9.]* GFLOP/s per rank (measured cpu bf16 matmul)' "$WORK/peak.log" \
   && pass "a bf16 run's MFU is against the bf16 product's measured rate: $(grep -o 'MFU peak [^;]*' "$WORK/peak.log")" \
   || fail "bf16 MFU peak: $(grep -o 'MFU peak [^;]*' "$WORK/peak.log")"

@@ -57,7 +57,7 @@ TEST(OptimizerStateFile, EveryDtypeAndScopeRoundTripsExactly) {
   const std::string path = dir.file("optimizer.safetensors");
   const auto single = comm::make_single_communicator();
   StateOnly a;
-  train::GatheredOptimizerState(a, *single).write(path, /*step=*/0);
+  train::write_optimizer_state(path, /*step=*/0, a, *single);
   const io::SafetensorsReader r(path);
   EXPECT_EQ(r.info("t.mask").dtype, io::DType::DTYPE_U8);
   EXPECT_EQ(r.info("t.blocks").dtype, io::DType::DTYPE_I32);

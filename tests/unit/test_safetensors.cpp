@@ -261,6 +261,48 @@ TEST(Safetensors, WriterByteLayout) {
   EXPECT_EQ(read_bytes(path), build_file(h2, as_bytes(a)));
 }
 
+// A streamed tensor (add_streamed: bytes produced while write() runs, in pieces) gives the same
+// file, checksums included, as the same bytes borrowed; a filler that gives too few or too many
+// bytes is an error naming the tensor, and nothing is left at the path.
+TEST(Safetensors, StreamedTensorsWriteTheSameFile) {
+  TempDir dir;
+  std::vector<float> a(70001);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i) * 0.25f - 7.0f;
+  std::vector<int32_t> b = {3, -4, 5};
+  auto writer = [&](bool streamed, size_t give) {
+    SafetensorsWriter w;
+    w.set_metadata("format", "test");
+    w.add_checksums();
+    w.add("b", DType::DTYPE_I32, {3}, b.data());
+    if (!streamed) {
+      w.add("a", DType::DTYPE_F32, {int64_t(a.size())}, a.data());
+      return w;
+    }
+    w.add_streamed("a", DType::DTYPE_F32, {int64_t(a.size())},
+                   [&a, give](const SafetensorsWriter::Sink& sink) {
+                     const auto* p = reinterpret_cast<const uint8_t*>(a.data());
+                     for (size_t at = 0; at < give; at += 12345)
+                       sink(p + at, std::min<size_t>(12345, give - at));
+                   });
+    return w;
+  };
+  const size_t whole = a.size() * sizeof(float);
+  writer(false, 0).write(dir.file("borrowed.safetensors"));
+  writer(true, whole).write(dir.file("streamed.safetensors"));
+  EXPECT_EQ(read_bytes(dir.file("streamed.safetensors")),
+            read_bytes(dir.file("borrowed.safetensors")));
+  SafetensorsReader r(dir.file("streamed.safetensors"));
+  r.verify_checksums();
+  EXPECT_EQ(r.read_as<float>("a", {int64_t(a.size())}), a);
+
+  for (size_t give : {whole - 4, whole + 4}) {
+    const std::string path = dir.file("short.safetensors");
+    expect_error([&] { writer(true, give).write(path); }, {"short.safetensors", "'a'"});
+    EXPECT_FALSE(fs::exists(path)) << give;
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 2);
+  }
+}
+
 // A file laid out as another producer may write it: keys in a different order inside each
 // entry, header order differing from data order, no padding (so data are unaligned),
 // whitespace in the JSON.

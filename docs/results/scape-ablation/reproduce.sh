@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the SCAPE ablation table of docs/RESULTS.md ("Why SCAPE-99 trails AdamS here").
+# Reproduces the SCAPE ablation table of docs/RESULTS.md ("Ablation: what moves SCAPE-99's gap").
 # The variants are a throw-away prototype (prototype.patch, environment switches, world size 1
 # only for reading B); the committed optimizer is unchanged. This script checks out the commit
 # the patch was written against into a temporary worktree, applies the patch, builds, and runs
