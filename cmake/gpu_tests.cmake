@@ -9,6 +9,7 @@ function(gossamer_add_gpu_tests lib)
     get_filename_component(name ${src} NAME_WE)
     add_executable(${name} ${src})
     target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
+    target_compile_options(${name} PRIVATE ${GOSSAMER_TEST_OPT})  # tests/CMakeLists.txt
     target_link_libraries(${name} PRIVATE ${lib} GTest::gtest GTest::gtest_main)
     add_test(NAME gpu.${name} COMMAND ${name})
     set_tests_properties(gpu.${name} PROPERTIES LABELS gpu TIMEOUT 1200
