@@ -21,7 +21,7 @@
 #include "model/model.h"
 #include "optim/shard_layout.h"
 #include "optim/sparse_mask.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 using namespace gossamer;
 
@@ -110,7 +110,7 @@ int main(int argc, char** argv) try {
     else
       fail("bench_shard_selection: unknown option %s", k.c_str());
   }
-  const train::RunConfig rc = train::load_run_config(config, {});
+  const run::RunConfig rc = run::load_run_config(config, {});
   const auto model = model::make_model(rc.model, 1, 1, kernels::cpu_ops());
   const model::ParamLayout& layout = model->layout();
   const io::SafetensorsReader reader(ckpt + "/optimizer.safetensors");

@@ -24,18 +24,18 @@
 #include <utility>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/zip/codec.h"
 #include "comm/zip/crc32c.h"
+#include "core/bf16.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/loader.h"
-#include "eval/model_source.h"
 #include "io/safetensors.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
+#include "run/model_source.h"
 
 namespace gossamer::bench {
 
@@ -63,13 +63,13 @@ DataSet make_set(std::string source, std::string name, DType dtype, size_t n) {
   return d;
 }
 
-// bf16 copy of an fp32 set (round to nearest even, as comm/bf16.h).
+// bf16 copy of an fp32 set (round to nearest even, as core/bf16.h).
 DataSet to_bf16(const DataSet& f32) {
   DataSet d = make_set(f32.source, f32.name, DType::BF16, f32.n);
   const auto* in = reinterpret_cast<const float*>(f32.bytes.data());
   auto* out = reinterpret_cast<uint16_t*>(d.bytes.data());
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < f32.n; ++i) out[i] = comm::float_to_bf16(in[i]);
+  for (size_t i = 0; i < f32.n; ++i) out[i] = gossamer::float_to_bf16(in[i]);
   return d;
 }
 
@@ -82,7 +82,7 @@ DataSet synthetic(std::string name, DType dtype, size_t n, double sigma, double 
     const bool zero = zeros > 0 && rng.uniform() < zeros;
     const float v = zero ? 0.0f : float(sigma * rng.normal());
     if (dtype == DType::BF16)
-      reinterpret_cast<uint16_t*>(d.bytes.data())[i] = comm::float_to_bf16(v);
+      reinterpret_cast<uint16_t*>(d.bytes.data())[i] = gossamer::float_to_bf16(v);
     else
       reinterpret_cast<float*>(d.bytes.data())[i] = v;
   }
@@ -348,17 +348,17 @@ DataSet concatenate(const io::SafetensorsReader& file,
 // on the training batch that follows the checkpoint (its loader position, as rank 0 of 1 would
 // draw it): the flat gradient buffer, fp32.
 DataSet checkpoint_gradient(const std::string& ckpt, const std::string& step) {
-  const train::RunConfig config =
-      train::parse_run_config(train::load_checkpoint_config(ckpt), ckpt + "/trainer.json");
+  const run::RunConfig config =
+      run::parse_run_config(run::load_checkpoint_config(ckpt), ckpt + "/trainer.json");
   const int B = config.data.micro_batch, T = config.data.seq_len;
   data::DataLoader loader(data::expand_shard_patterns(config.data.train), T, config.train.seed,
                           config.data.shuffle, uint32_t(config.model.vocab_size));
-  const data::LoaderPosition at = train::read_checkpoint_trainer_state(ckpt).loader;
+  const data::LoaderPosition at = run::read_checkpoint_trainer_state(ckpt).loader;
   loader.set_position(at);
   HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   loader.next_batch(0, 1, B, inputs.data(), targets.data());
   // On the CPU: the gradient is read on the host below.
-  eval::LoadedModel m = eval::load_model_for_inference(
+  run::LoadedModel m = run::load_model_for_inference(
       ckpt, B, T, "", false, kernels::cpu::KernelsDevice::KERNELS_DEVICE_CPU, "bench codec");
   m.model->zero_grad();
   const float loss = m.model->forward(inputs.data(), targets.data(), B, T);
@@ -377,7 +377,7 @@ DataSet checkpoint_gradient(const std::string& ckpt, const std::string& step) {
 // Calls each(fp32 set) as each is built.
 template <class Each>
 void checkpoint_sets(const std::string& path, Each each) {
-  const std::string ckpt = train::resolve_checkpoint(path);
+  const std::string ckpt = run::resolve_checkpoint(path);
   const std::string step = std::filesystem::path(ckpt).filename().string();
   {
     io::SafetensorsReader model(ckpt + "/model.safetensors");

@@ -11,9 +11,10 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "comm/bf16.h"
+#include "bench/collective_harness.h"
 #include "comm/communicator.h"
 #include "comm/zip/zip_communicator.h"
 #include "core/buffer.h"
@@ -37,32 +38,6 @@ const MemoryOps& kDeviceMemory = kernels::cuda::kMemory;  // the payloads of --b
 #endif
 
 namespace {
-
-enum class BenchOp { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SENDRECV, ALL_TO_ALL };
-
-struct OpInfo {
-  BenchOp op;
-  const char* name;
-};
-constexpr OpInfo kOps[] = {
-    {BenchOp::ALL_REDUCE, "all_reduce"}, {BenchOp::REDUCE_SCATTER, "reduce_scatter"},
-    {BenchOp::ALL_GATHER, "all_gather"}, {BenchOp::BROADCAST, "broadcast"},
-    {BenchOp::SENDRECV, "sendrecv"},     {BenchOp::ALL_TO_ALL, "all_to_all"}};
-
-double bus_factor(BenchOp op, int n) {
-  switch (op) {
-    case BenchOp::ALL_REDUCE:
-      return 2.0 * (n - 1) / n;
-    case BenchOp::REDUCE_SCATTER:
-    case BenchOp::ALL_GATHER:
-    case BenchOp::ALL_TO_ALL:
-      return double(n - 1) / n;
-    case BenchOp::BROADCAST:
-    case BenchOp::SENDRECV:
-      return 1.0;
-  }
-  return 1.0;
-}
 
 // A payload buffer on the communicator's side, allocated once: host memory (huge-page advised,
 // touched at allocation) or device memory.
@@ -121,53 +96,19 @@ class BenchBuffer {
   void* device_ptr_ = nullptr;
 };
 
-// Check data: element i of rank r is a small non-negative integer with m * world <= 256, so any
-// sum over ranks is exact in bf16.
-struct Pattern {
-  int world;
-  int m;
-  explicit Pattern(int w) : world(w), m(std::clamp(256 / w, 1, 16)) {}
-  int value(int rank, size_t i) const { return int((i * 7 + size_t(rank) * 3) % size_t(m)); }
-  int sum(size_t i) const {
-    int s = 0;
-    for (int r = 0; r < world; ++r) s += value(r, i);
-    return s;
-  }
-};
-
-void store(uint8_t* p, DType dtype, size_t i, float v) {
-  if (dtype == DType::BF16) {
-    const uint16_t h = comm::float_to_bf16(v);
-    std::memcpy(p + 2 * i, &h, 2);
-  } else {
-    std::memcpy(p + 4 * i, &v, 4);
-  }
-}
-
-bool equals(const uint8_t* p, DType dtype, size_t i, float v) {
-  if (dtype == DType::BF16) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return h == comm::float_to_bf16(v);
-  }
-  float f;
-  std::memcpy(&f, p + 4 * i, 4);
-  return std::memcmp(&f, &v, 4) == 0;
-}
-
-comm::Kind kind_of(BenchOp op) {
+comm::Kind kind_of(CollectiveOp op) {
   switch (op) {
-    case BenchOp::ALL_REDUCE:
+    case CollectiveOp::ALL_REDUCE:
       return comm::Kind::ALL_REDUCE;
-    case BenchOp::REDUCE_SCATTER:
+    case CollectiveOp::REDUCE_SCATTER:
       return comm::Kind::REDUCE_SCATTER;
-    case BenchOp::ALL_GATHER:
+    case CollectiveOp::ALL_GATHER:
       return comm::Kind::ALL_GATHER;
-    case BenchOp::BROADCAST:
+    case CollectiveOp::BROADCAST:
       return comm::Kind::BROADCAST;
-    case BenchOp::SENDRECV:
+    case CollectiveOp::SENDRECV:
       return comm::Kind::SENDRECV;
-    case BenchOp::ALL_TO_ALL:
+    case CollectiveOp::ALL_TO_ALL:
       return comm::Kind::ALL_TO_ALL;
   }
   return comm::Kind::BARRIER;
@@ -195,31 +136,25 @@ struct Bench {
         staging(c.device_buffers() ? opt.max_bytes : 0),
         scratch(c.device_buffers(), 8) {}
 
-  // Elements per rank's part (c) and in the whole payload (total) for a nominal size.
-  void shape(BenchOp op, size_t bytes, size_t& c, size_t& total) const {
-    if (op == BenchOp::REDUCE_SCATTER || op == BenchOp::ALL_GATHER || op == BenchOp::ALL_TO_ALL) {
-      c = bytes / (es * size_t(n));
-      total = c * size_t(n);
-    } else {
-      c = total = bytes / es;
-    }
+  void shape(CollectiveOp op, size_t bytes, size_t& c, size_t& total) const {
+    collective_shape(op, bytes, es, n, c, total);
   }
 
-  Work issue(BenchOp op, size_t c, size_t total) {
+  Work issue(CollectiveOp op, size_t c, size_t total) {
     const int dest = (rank + 1) % n, source = (rank + n - 1) % n;
     std::vector<size_t> counts(size_t(n), c);
     switch (op) {
-      case BenchOp::ALL_REDUCE:
+      case CollectiveOp::ALL_REDUCE:
         return comm.all_reduce(a.data(), total, dtype, ReduceOp::SUM);
-      case BenchOp::REDUCE_SCATTER:
+      case CollectiveOp::REDUCE_SCATTER:
         return comm.reduce_scatter(a.data(), b.data(), counts, dtype, ReduceOp::SUM);
-      case BenchOp::ALL_GATHER:
+      case CollectiveOp::ALL_GATHER:
         return comm.all_gather(a.data(), b.data(), counts, dtype);
-      case BenchOp::BROADCAST:
+      case CollectiveOp::BROADCAST:
         return comm.broadcast(a.data(), total, dtype, 0);
-      case BenchOp::SENDRECV:
+      case CollectiveOp::SENDRECV:
         return comm.sendrecv(a.data(), total, dest, b.data(), total, source, dtype);
-      case BenchOp::ALL_TO_ALL:
+      case CollectiveOp::ALL_TO_ALL:
         return comm.all_to_all_v(a.data(), counts, b.data(), counts, dtype);
     }
     return {};
@@ -239,12 +174,13 @@ struct Bench {
   void fill_gaussian(size_t n_elems) {
     uint8_t* h = a.host_view(staging.data());
     Rng rng(1234, uint64_t(rank));
-    for (size_t i = 0; i < n_elems; ++i) store(h, dtype, i, float(0.02 * rng.normal()));
+    for (size_t i = 0; i < n_elems; ++i)
+      store_element(h, dtype == DType::BF16, i, float(0.02 * rng.normal()));
     a.upload(h, n_elems * es);
   }
 
   // Median time of one operation on this rank, in seconds; ratio = raw / wire bytes sent.
-  double time(BenchOp op, size_t c, size_t total, double& ratio) {
+  double time(CollectiveOp op, size_t c, size_t total, double& ratio) {
     b.zero(total * es);
     fill_gaussian(total);
     for (int i = 0; i < o.warmup; ++i) issue(op, c, total).wait();
@@ -260,69 +196,44 @@ struct Bench {
     const int64_t raw = d.kinds[size_t(kind_of(op))].raw_bytes_sent,
                   sent = d.kinds[size_t(kind_of(op))].bytes_sent;
     ratio = sent > 0 ? double(raw) / double(sent) : 1.0;
-    std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
-    return t[t.size() / 2];
+    return median(t);
   }
 
   // Wrong elements on this rank after one run on check data.
-  int64_t check(BenchOp op, size_t c, size_t total) {
-    const Pattern pat(n);
+  int64_t check(CollectiveOp op, size_t c, size_t total) {
+    const CheckPattern pat(n);
+    const bool bf16 = dtype == DType::BF16;
     uint8_t* in = a.host_view(staging.data());
-    const size_t first = op == BenchOp::ALL_GATHER ? size_t(rank) * c : 0;
-    const size_t in_n = op == BenchOp::ALL_GATHER ? c : total;
+    const size_t first = check_input_first(op, rank, c), in_n = check_input_count(op, c, total);
     for (size_t i = 0; i < in_n; ++i) {
-      const bool junk = op == BenchOp::BROADCAST && rank != 0;
-      store(in, dtype, i, junk ? -1.0f : float(pat.value(rank, first + i)));
+      const bool junk = op == CollectiveOp::BROADCAST && rank != 0;
+      store_element(in, bf16, i, junk ? -1.0f : float(pat.value(rank, first + i)));
     }
     a.upload(in, in_n * es);
     issue(op, c, total).wait();
-    BenchBuffer& result = op == BenchOp::ALL_REDUCE || op == BenchOp::BROADCAST ? a : b;
-    const size_t out_n = op == BenchOp::REDUCE_SCATTER ? c : total;
+    BenchBuffer& result = op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::BROADCAST ? a : b;
+    const size_t out_n = check_output_count(op, c, total);
     uint8_t* out = result.host_view(staging.data());
     result.download(out, out_n * es);
-    const int source = (rank + n - 1) % n;
     int64_t wrong = 0;
-    for (size_t i = 0; i < out_n; ++i) {
-      int expected = 0;
-      switch (op) {
-        case BenchOp::ALL_REDUCE:
-          expected = pat.sum(i);
-          break;
-        case BenchOp::REDUCE_SCATTER:
-          expected = pat.sum(size_t(rank) * c + i);
-          break;
-        case BenchOp::ALL_GATHER:
-          expected = pat.value(int(i / std::max<size_t>(c, 1)), i);
-          break;
-        case BenchOp::BROADCAST:
-          expected = pat.value(0, i);
-          break;
-        case BenchOp::SENDRECV:
-          expected = pat.value(source, i);
-          break;
-        case BenchOp::ALL_TO_ALL:  // part s of the result: rank s's elements for this rank
-          expected = pat.value(int(i / std::max<size_t>(c, 1)), size_t(rank) * c + i % c);
-          break;
-      }
-      wrong += !equals(out, dtype, i, float(expected));
-    }
+    for (size_t i = 0; i < out_n; ++i)
+      wrong += !element_equals(out, bf16, i, float(check_expected(op, pat, rank, c, i)));
     return wrong;
   }
 };
 
-void check_options(const CommBenchOptions& o, std::vector<BenchOp>& ops, DType& dtype) {
+void check_options(const CommBenchOptions& o, std::vector<CollectiveOp>& ops, DType& dtype) {
   GOSSAMER_CHECK(o.dtype == "fp32" || o.dtype == "bf16",
                  "--dtype: expected fp32 or bf16, found '%s'", o.dtype.c_str());
   dtype = o.dtype == "bf16" ? DType::BF16 : DType::F32;
   GOSSAMER_CHECK(!o.ops.empty(), "--ops: expected at least one operation");
   for (const std::string& name : o.ops) {
-    const auto* it = std::find_if(std::begin(kOps), std::end(kOps),
-                                  [&](const OpInfo& info) { return name == info.name; });
-    GOSSAMER_CHECK(it != std::end(kOps),
+    const std::optional<CollectiveOp> op = collective_from_name(name);
+    GOSSAMER_CHECK(op.has_value(),
                    "--ops: unknown operation '%s' (expected all_reduce, reduce_scatter, "
                    "all_gather, broadcast, sendrecv or all_to_all)",
                    name.c_str());
-    ops.push_back(it->op);
+    ops.push_back(*op);
   }
   GOSSAMER_CHECK(o.min_bytes >= 1, "--min-bytes: must be >= 1");
   GOSSAMER_CHECK(o.max_bytes >= o.min_bytes, "--max-bytes: %zu is below --min-bytes %zu",
@@ -333,16 +244,10 @@ void check_options(const CommBenchOptions& o, std::vector<BenchOp>& ops, DType& 
   GOSSAMER_CHECK(o.warmup >= 0, "--warmup: must be >= 0, found %d", o.warmup);
 }
 
-const char* op_name(BenchOp op) {
-  for (const OpInfo& info : kOps)
-    if (info.op == op) return info.name;
-  return "?";
-}
-
 }  // namespace
 
 int run_comm_bench(const CommBenchOptions& o) {
-  std::vector<BenchOp> ops;
+  std::vector<CollectiveOp> ops;
   DType dtype = DType::F32;
   check_options(o, ops, dtype);
   std::unique_ptr<comm::Communicator> comm;
@@ -375,20 +280,11 @@ int run_comm_bench(const CommBenchOptions& o) {
         comm->backend(), n, comm::dtype_name(dtype), o.iters, o.warmup, o.check ? "on" : "off",
         o.compression.c_str());
     std::printf("# time: median over iterations (issue to wait() return) of the slowest rank\n");
-    std::printf(
-        "# size: whole payload (reduce_scatter: the input, all_gather: the output, "
-        "sendrecv: bytes sent by each rank, all_to_all: each rank's send buffer)\n");
-    std::printf(
-        "# algbw = size / time; busbw = algbw * factor: all_reduce 2(n-1)/n, "
-        "reduce_scatter, all_gather and all_to_all (n-1)/n, broadcast and sendrecv 1\n");
+    print_collective_legend();
   }
   int64_t total_wrong = 0;
-  for (BenchOp op : ops) {
-    if (root) {
-      std::printf("#\n# %s\n", op_name(op));
-      std::printf("# %12s %12s %6s %6s %5s %11s %11s %11s %7s %7s\n", "size(B)", "count", "type",
-                  "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "ratio", "#wrong");
-    }
+  for (CollectiveOp op : ops) {
+    if (root) print_collective_header(op);
     size_t last = 0;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= size_t(o.step_factor)) {
       size_t c = 0, total = 0;
@@ -401,15 +297,10 @@ int run_comm_bench(const CommBenchOptions& o) {
       int64_t wrong = -1;
       if (o.check) wrong = bench.reduce_max_or_sum(bench.check(op, c, total), ReduceOp::SUM);
       if (wrong > 0) total_wrong += wrong;
-      const double size = double(total * comm::dtype_size(dtype));
-      const double algbw = t > 0 ? size / t * 1e-9 : 0;
-      const bool reduces = op == BenchOp::ALL_REDUCE || op == BenchOp::REDUCE_SCATTER;
       if (root) {
-        std::printf("  %12zu %12zu %6s %6s %5d %11.2f %11.3f %11.3f %7.3f %7s\n",
-                    total * comm::dtype_size(dtype), total, comm::dtype_name(dtype),
-                    reduces ? "sum" : "none", op == BenchOp::BROADCAST ? 0 : -1, t * 1e6, algbw,
-                    algbw * bus_factor(op, n), ratio,
-                    wrong < 0 ? "n/a" : strprintf("%lld", (long long)wrong).c_str());
+        print_collective_row(
+            op, n,
+            {total * comm::dtype_size(dtype), total, comm::dtype_name(dtype), t, ratio, wrong});
         std::fflush(stdout);
       }
     }

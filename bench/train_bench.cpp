@@ -36,7 +36,7 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-int run_train_bench(train::RunConfig config, const BenchOptions& options) {
+int run_train_bench(run::RunConfig config, const BenchOptions& options) {
   config.parallel.validate();
   auto comm_ptr =
       comm::make_communicator(config.parallel.backend, comm::BufferLocation::BUFFER_LOCATION_HOST);

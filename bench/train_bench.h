@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 namespace gossamer::bench {
 
@@ -14,6 +14,6 @@ struct BenchOptions {
   int64_t warmup = 2;  // untimed steps first
 };
 
-int run_train_bench(train::RunConfig config, const BenchOptions& options);
+int run_train_bench(run::RunConfig config, const BenchOptions& options);
 
 }  // namespace gossamer::bench

@@ -86,7 +86,7 @@ struct BasicOpTable {
   double (*accumulate_sum_squares)(Real* y, const Real* x, size_t n);
   double (*sum)(const Real* x, size_t n);
   // bfloat16 (the upper 16 bits of an fp32) <-> Real: to_bf16 rounds to nearest, ties to
-  // even, and keeps NaNs NaN (the rule of comm/bf16.h); from_bf16 is exact.
+  // even, and keeps NaNs NaN (the rule of core/bf16.h); from_bf16 is exact.
   void (*to_bf16)(uint16_t* out, const Real* in, size_t n);
   void (*from_bf16)(Real* out, const uint16_t* in, size_t n);
   void (*crossentropy_forward)(Real* losses, Real* probs, const Real* logits,

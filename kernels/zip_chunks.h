@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/zip/portable_chunk.h"
 #include "core/memory_ops.h"
+#include "kernels/zip/portable_chunk.h"
 
 namespace gossamer::kernels {
 

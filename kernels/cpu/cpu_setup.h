@@ -1,7 +1,7 @@
 // CPU kernel set-up for one process: how many OpenMP threads a rank uses (its share of the
 // node's cores unless set) and which gemm backend serves the matrix products. KernelsConfig is
 // the `kernels` section of a run config, which also names the device the ops run on (the
-// table is chosen in train/device_ops.h). Invariant: called once per process, before any op
+// table is chosen in run/device_ops.h). Invariant: called once per process, before any op
 // runs; the choice is logged.
 #pragma once
 
@@ -27,6 +27,13 @@ struct KernelsConfig {
   GemmBackend gemm = GemmBackend::GEMM_BACKEND_AUTO;
   int threads = 0;
   MatmulDtype matmul_dtype = MatmulDtype::MATMUL_DTYPE_FP32;
+
+  // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
+  // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
+  template <class R>
+  static void resume_keys(R& r) {
+    r.harmless_section();  // how the run computes, not what it trains
+  }
 
   template <class V>
   void visit(V& v) {

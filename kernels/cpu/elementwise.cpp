@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "comm/bf16.h"
+#include "core/bf16.h"
 
 namespace gossamer::kernels::cpu {
 
@@ -112,13 +112,13 @@ double sum(const T* x, size_t n) {
 template <class T>
 void to_bf16(uint16_t* out, const T* in, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) out[i] = comm::float_to_bf16(static_cast<float>(in[i]));
+  for (size_t i = 0; i < n; ++i) out[i] = gossamer::float_to_bf16(static_cast<float>(in[i]));
 }
 
 template <class T>
 void from_bf16(T* out, const uint16_t* in, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(comm::bf16_to_float(in[i]));
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(gossamer::bf16_to_float(in[i]));
 }
 
 template void add<float>(float*, const float*, const float*, size_t);

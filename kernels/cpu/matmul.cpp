@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "comm/bf16.h"
+#include "core/bf16.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 
@@ -24,7 +24,8 @@ template <class T>
 void round_to_bf16(T* out, const T* in, size_t n) {
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i)
-    out[i] = static_cast<T>(comm::bf16_to_float(comm::float_to_bf16(static_cast<float>(in[i]))));
+    out[i] =
+        static_cast<T>(gossamer::bf16_to_float(gossamer::float_to_bf16(static_cast<float>(in[i]))));
 }
 
 // out(n, j) += bias(j), row by row; nothing without a bias.

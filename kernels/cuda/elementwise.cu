@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "comm/bf16.h"
+#include "core/bf16.h"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/elementwise.cuh"
 
@@ -44,11 +44,11 @@ __global__ void axpby_kernel(float* y, float a, const float* x, float b, size_t 
     y[i] = b * y[i] + a * x[i];
 }
 
-// float -> bf16 with comm/bf16.h's rule (the same function), on the bits.
+// float -> bf16 with core/bf16.h's rule (the same function), on the bits.
 __global__ void to_bf16_kernel(uint16_t* out, const float* in, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    out[i] = comm::bf16_bits_of(__float_as_uint(in[i]));
+    out[i] = gossamer::bf16_bits_of(__float_as_uint(in[i]));
 }
 
 __global__ void from_bf16_kernel(float* out, const uint16_t* in, size_t n) {

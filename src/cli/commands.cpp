@@ -12,21 +12,21 @@
 #include "bench/codec_bench.h"
 #include "bench/comm_bench.h"
 #include "bench/train_bench.h"
+#include "commands/eval_command.h"
+#include "commands/export_hf.h"
+#include "commands/import_hf.h"
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/prep.h"
 #include "data/tokenizer.h"
-#include "eval/eval_command.h"
-#include "eval/model_source.h"
 #include "eval/sampler.h"
-#include "hf/export.h"
-#include "hf/import.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "model/model.h"
+#include "run/model_source.h"
+#include "run/run_config.h"
 #include "sweep/runner.h"
 #include "sweep/spec.h"
-#include "train/run_config.h"
 #include "train/trainer.h"
 
 namespace gossamer::cli {
@@ -70,7 +70,7 @@ Subcommand add_train_command(CLI::App& app) {
                            "run in the directory)");
             std::vector<std::string> sets = a->sets;
             if (!a->out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a->out).dump());
-            return train::run_training(train::load_run_config(a->config, sets), s);
+            return train::run_training(run::load_run_config(a->config, sets), s);
           }};
 }
 
@@ -124,8 +124,8 @@ int generate_text(const std::string& checkpoint, const std::string& prompt_text,
   const auto where = enum_from_name<kernels::cpu::KernelsDevice>(device);
   GOSSAMER_CHECK(where.has_value(), "--device %s: expected %s", device.c_str(),
                  enum_choices<kernels::cpu::KernelsDevice>().c_str());
-  eval::LoadedModel m =
-      eval::load_model_for_inference(checkpoint, 1, 0, tokenizer, true, *where, "--device");
+  run::LoadedModel m =
+      run::load_model_for_inference(checkpoint, 1, 0, tokenizer, true, *where, "--device");
   const data::Tokenizer* tok = m.tokenizer.get();
   std::vector<int32_t> prompt = {int32_t(tok->document_token())};
   for (uint32_t t : tok->encode(prompt_text)) prompt.push_back(int32_t(t));
@@ -174,7 +174,7 @@ Subcommand add_generate_command(CLI::App& app) {
 }
 
 Subcommand add_eval_command(CLI::App& app) {
-  auto o = std::make_shared<eval::EvalOptions>();
+  auto o = std::make_shared<commands::EvalOptions>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "validation loss / perplexity on shards, and HellaSwag-format accuracy");
   cmd->add_option("-c,--config", o->config, "run config (JSON): data and model")->required();
@@ -190,7 +190,7 @@ Subcommand add_eval_command(CLI::App& app) {
                   "validation loss is computed (add --data for both)");
   cmd->add_option("--limit", o->choice_limit, "(with --hellaswag) score the first N examples only");
   cmd->add_flag("--json", o->json, "print the results as one JSON object (last line)");
-  return {cmd, [o] { return eval::run_eval(*o); }};
+  return {cmd, [o] { return commands::run_eval(*o); }};
 }
 
 // `bench` times training steps; `bench comm` (a sub-subcommand) the collectives, `bench codec`
@@ -249,8 +249,7 @@ Subcommand add_bench_command(CLI::App& app) {
   Subcommand s{cmd, [a, comm, codec] {
                  if (*comm) return bench::run_comm_bench(a->comm);
                  if (*codec) return bench::run_codec_bench(a->codec);
-                 return bench::run_train_bench(train::load_run_config(a->config, a->sets),
-                                               a->train);
+                 return bench::run_train_bench(run::load_run_config(a->config, a->sets), a->train);
                }};
   s.check = [a, comm, codec] {
     if (!*comm && !*codec && a->config.empty()) throw CLI::RequiredError("--config");
@@ -289,13 +288,13 @@ Subcommand add_sweep_command(CLI::App& app) {
 
 Subcommand add_config_reference_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("config-reference", "print the run config reference");
-  return {cmd, [] { return std::fputs(train::config_reference_markdown().c_str(), stdout), 0; }};
+  return {cmd, [] { return std::fputs(run::config_reference_markdown().c_str(), stdout), 0; }};
 }
 
 Subcommand add_export_hf_command(CLI::App& app) {
   struct Args {
     std::string checkpoint, hf_dir;
-    hf::HfExportOptions options;
+    commands::HfExportOptions options;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -308,7 +307,7 @@ Subcommand add_export_hf_command(CLI::App& app) {
                   "tokenizer spec to export (default: the checkpoint's data.tokenizer)");
   cmd->add_flag("--no-tokenizer", a->options.no_tokenizer, "write no tokenizer files");
   cmd->add_flag("--force", a->options.force, "replace an existing export in hf-dir");
-  return {cmd, [a] { return hf::export_hf(a->checkpoint, a->hf_dir, a->options), 0; }};
+  return {cmd, [a] { return commands::export_hf(a->checkpoint, a->hf_dir, a->options), 0; }};
 }
 
 Subcommand add_import_hf_command(CLI::App& app) {
@@ -323,7 +322,7 @@ Subcommand add_import_hf_command(CLI::App& app) {
   cmd->add_option("checkpoint", a->checkpoint_dir, "output checkpoint directory (created)")
       ->required();
   cmd->add_flag("--force", a->force, "replace an existing checkpoint directory");
-  return {cmd, [a] { return hf::import_hf(a->hf_dir, a->checkpoint_dir, a->force), 0; }};
+  return {cmd, [a] { return commands::import_hf(a->hf_dir, a->checkpoint_dir, a->force), 0; }};
 }
 
 }  // namespace

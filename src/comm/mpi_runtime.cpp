@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/bf16.h"
 #include "comm/mpi_transport_defaults.h"
+#include "core/bf16.h"
 #include "core/error.h"
 #include "core/log.h"
 

@@ -27,6 +27,8 @@ class CollectiveError : public Error {
 // printf-style formatting into a std::string.
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string vstrprintf(const char* fmt, va_list args);
+// A byte count for people: "512 B", "1.5 KB", "12.3 MB", "1.25 GB" (decimal units).
+std::string format_bytes(double bytes);
 
 // Throws gossamer::Error with a printf-formatted message.
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,4 +1,4 @@
-// Implementation of log.h. The rank is process-wide state written once at start-up.
+// Implementation of log.h: a rank per thread, the process's for threads that set none.
 #include "core/log.h"
 
 #include <atomic>
@@ -11,13 +11,15 @@
 
 namespace gossamer {
 namespace {
-std::atomic<int> g_log_rank{0};
+constexpr int kUnset = -1;
+std::atomic<int> g_process_rank{0};
+thread_local int t_rank = kUnset;
 // Set when stderr is a pipe whose reader has gone (EPIPE; SIGPIPE ignored by training): the
 // log stops writing there and the process goes on (metrics.jsonl still records every step).
 std::atomic<bool> g_log_pipe_closed{false};
 
 void emit(const char* level, bool all_ranks, const char* fmt, va_list args) {
-  int rank = g_log_rank.load();
+  const int rank = log_rank();
   if ((!all_ranks && rank != 0) || g_log_pipe_closed.load()) return;
   std::string msg = vstrprintf(fmt, args);
   int written;
@@ -30,7 +32,20 @@ void emit(const char* level, bool all_ranks, const char* fmt, va_list args) {
 }  // namespace
 
 void log_set_rank(int rank) {
-  g_log_rank.store(rank);
+  t_rank = rank;
+  g_process_rank.store(rank);
+}
+
+int log_rank() {
+  return t_rank != kUnset ? t_rank : g_process_rank.load();
+}
+
+LogRankScope::LogRankScope(int rank) : previous_(t_rank) {
+  t_rank = rank;
+}
+
+LogRankScope::~LogRankScope() {
+  t_rank = previous_;
 }
 
 #define GOSSAMER_DEFINE_LOG(fn, level, all) \

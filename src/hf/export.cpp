@@ -1,4 +1,4 @@
-// Implementation of export-hf (see hf_export.h): validate, stage, write, commit.
+// Implementation of export.h: validate, stage, write, commit.
 #include "hf/export.h"
 
 #include <optional>
@@ -13,20 +13,12 @@
 #include "hf/tokenizer_files.h"
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
-#include "kernels/ops.h"
 #include "model/host_params.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
+#include "model/model_config_json.h"
 
 namespace gossamer::hf {
 
 namespace {
-
-std::string model_section_json(const model::ModelConfig& config) {
-  train::RunConfig rc;
-  rc.model = config;
-  return to_json(rc).at("model").dump();
-}
 
 // Our padded vocabulary rows are zero by construction; export drops them, so say so if not.
 void warn_nonzero_padding(const HfAdapter& a, const model::Model& m, const float* params) {
@@ -65,7 +57,7 @@ void export_hf_model(const model::Model& model, const std::string& tokenizer_spe
 
   io::SafetensorsWriter w;
   w.set_metadata("format", "pt");  // transformers refuses files without a known format
-  w.set_metadata(kHfGossamerConfigKey, model_section_json(cfg));
+  w.set_metadata(kHfGossamerConfigKey, model::model_config_to_json(cfg).dump());
   std::vector<std::vector<float>> scratch(adapter.tensors.size());
   size_t bytes = 0;
   for (size_t i = 0; i < adapter.tensors.size(); ++i) {
@@ -82,27 +74,6 @@ void export_hf_model(const model::Model& model, const std::string& tokenizer_spe
            adapter.family->architecture.c_str(), adapter.tensors.size(), bytes / 1e6,
            tok ? (", tokenizer " + tok->tokenizer->name()).c_str() : ", no tokenizer",
            watch.seconds());
-}
-
-void export_hf(const std::string& checkpoint, const std::string& hf_dir,
-               const HfExportOptions& options) {
-  GOSSAMER_CHECK(!options.no_tokenizer || options.tokenizer.empty(),
-                 "export-hf: --tokenizer and --no-tokenizer exclude each other");
-  const std::string ckpt = train::resolve_checkpoint(checkpoint);
-  const train::RunConfig config =
-      train::parse_run_config(train::load_checkpoint_config(ckpt), ckpt + "/trainer.json");
-  auto model = model::make_model(config.model, 1, 1, kernels::cpu_ops());
-  train::load_model_weights(ckpt, *model);
-  std::string spec;
-  if (!options.no_tokenizer) {
-    spec = options.tokenizer.empty() ? config.data.tokenizer : options.tokenizer;
-    GOSSAMER_CHECK(!spec.empty(),
-                   "%s/trainer.json: data.tokenizer is empty (an import without tokenizer?): "
-                   "pass --tokenizer SPEC or --no-tokenizer",
-                   ckpt.c_str());
-  }
-  log_info("export-hf: %s -> %s", ckpt.c_str(), hf_dir.c_str());
-  export_hf_model(*model, spec, hf_dir, options.force);
 }
 
 }  // namespace gossamer::hf

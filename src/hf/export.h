@@ -1,4 +1,5 @@
-// `gossamer export-hf`: a checkpoint -> a Hugging Face model directory that
+// A model in memory -> a Hugging Face model directory (`gossamer export-hf`,
+// commands/export_hf.h) that
 // GPT2LMHeadModel / LlamaForCausalLM load unchanged:
 //   config.json, generation_config.json  (hf_config.h)
 //   model.safetensors                    F32, HF names and layouts (adapter.h); metadata
@@ -14,16 +15,6 @@
 #include "model/model.h"
 
 namespace gossamer::hf {
-
-struct HfExportOptions {
-  std::string tokenizer;      // tokenizer spec; "" = the checkpoint's data.tokenizer
-  bool no_tokenizer = false;  // write no tokenizer files
-  bool force = false;         // replace an existing export (a directory holding config.json)
-};
-
-// CHECKPOINT is a checkpoint directory or a run directory (its latest checkpoint).
-void export_hf(const std::string& checkpoint, const std::string& hf_dir,
-               const HfExportOptions& options);
 
 // Exports an in-memory model; tokenizer_spec "" writes no tokenizer files.
 void export_hf_model(const model::Model& model, const std::string& tokenizer_spec,

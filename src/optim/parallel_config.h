@@ -1,5 +1,6 @@
-// ParallelConfig: the `parallel` section of a run config: which communicator backend, how the
-// data-parallel optimizers shard their state and gradients, and how gradients travel.
+// ParallelConfig: the `parallel` section of a run config: the communicator's keys (which
+// backend, timeouts, compression: comm/comm_config.h), how the data-parallel optimizers shard
+// their state and gradients, and how gradients travel.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "comm/communicator.h"
-#include "comm/zip/compression_policy.h"
-#include "comm/zip/zip_communicator.h"
+#include "comm/comm_config.h"
 #include "core/enum_names.h"
 
 namespace gossamer::optim {
@@ -18,24 +17,24 @@ namespace gossamer::optim {
 // Gradients on the wire.
 enum class CommDtype { COMM_DTYPE_FP32, COMM_DTYPE_BF16 };
 
-struct ParallelConfig {
-  comm::Backend backend = comm::Backend::BACKEND_AUTO;
+// The comm keys (comm/comm_config.h, listed first) and the data-parallel optimizers' own.
+struct ParallelConfig : comm::CommConfig {
   int zero_stage = 0;
   CommDtype comm_dtype = CommDtype::COMM_DTYPE_FP32;
   double bucket_mb = 4.0;
   bool overlap = true;
-  double timeout_s = 300;
   int64_t check_replicas_every = 0;
-  comm::zip::Compression compression = comm::zip::Compression::COMPRESSION_OFF;
-  int64_t compression_min_bytes = int64_t{256} << 10;
-  double link_gbps = 0;
-  double codec_gbps = 0;
+
+  // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
+  // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
+  template <class R>
+  static void resume_keys(R& r) {
+    r.harmless_section();  // sharding and communication (the world size may change too)
+  }
 
   template <class V>
   void visit(V& v) {
-    v("backend", backend,
-      "communicator: auto (nccl for device buffers with a GPU; for host buffers mpi under "
-      "mpirun/srun, else single)");
+    comm::CommConfig::visit(v);
     v("zero_stage", zero_stage,
       "0: replicated optimizer (all-reduce gradients); 1: optimizer state sharded "
       "(reduce-scatter gradients, all-gather parameters); 2: gradients sharded too");
@@ -45,32 +44,13 @@ struct ParallelConfig {
       "backward has finished it, and under ZeRO every rank owns a 1/N slice of every bucket");
     v("overlap", overlap,
       "start bucket collectives during backward (false: all after backward, for comparison)");
-    v("timeout_s", timeout_s,
-      "a collective blocked longer than this ends the job naming the rank and step (0: never)");
     v("check_replicas_every", check_replicas_every,
       "every N steps, compare a hash of the parameters across ranks and stop if any replica "
       "differs (0: never; a test and debugging aid)");
-    v("compression", compression,
-      "lossless compression of sum all-reduces, sum reduce-scatters and all-gathers of bf16/fp32 "
-      "(host buffers; docs/COMM.md): off (the backend's own collectives), plain (the "
-      "compressing decorator's algorithms without compression: the same bits as on), on, "
-      "adaptive (per call, compressed or the backend's own, from the cost model)");
-    v("compression_min_bytes", compression_min_bytes,
-      "messages smaller than this are never compressed (on: sent plain; adaptive: the backend's "
-      "own collective)");
-    v("link_gbps", link_gbps,
-      "the link's bandwidth in GB/s for the adaptive cost model (0: measured at start-up, the "
-      "minimum over ranks)");
-    v("codec_gbps", codec_gbps,
-      "the codec's encode/decode throughput in GB/s for the adaptive cost model (0: measured at "
-      "start-up, the minimum over ranks; set it and link_gbps to make the choices, and so the "
-      "bits, reproducible from run to run)");
   }
   void validate(const std::string& path = "parallel.") const;
   // Elements of one bucket (bucket_mb of fp32 values, at least 1).
   size_t bucket_elements() const;
-  // The decorator's options from compression, compression_min_bytes, link_gbps and codec_gbps.
-  comm::zip::ZipOptions zip_options() const;
 };
 
 }  // namespace gossamer::optim

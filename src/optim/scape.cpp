@@ -117,7 +117,7 @@ void Scape::check_modes(int zero_stage) {
   if (sc_.dense_warmup_steps < 0) {  // only when built from a config that was not parsed
     log_warn(
         "scape: optimizer.scape.dense_warmup_steps -1 (the lr warm-up) was not resolved "
-        "against a schedule (train/run_config.cpp does): no dense warm-up steps");
+        "against a schedule (run/run_config.cpp does): no dense warm-up steps");
     sc_.dense_warmup_steps = 0;
   }
   if (reading_b_) {

@@ -25,7 +25,7 @@ enum class ErrorFeedback {
 struct ScapeConfig {
   double sparsity = 0.99;
   // -1: as many dense steps as the lr warm-up (schedule.warmup_steps), resolved when the run
-  // config is parsed (train/run_config.cpp).
+  // config is parsed (run/run_config.cpp).
   static constexpr int64_t kDenseWarmupFromSchedule = -1;
   int64_t dense_warmup_steps = kDenseWarmupFromSchedule;
   int64_t dense_refresh_every = 0;
@@ -46,6 +46,25 @@ struct ScapeConfig {
   double shard_block_kb = 64;
   int64_t sparsity_ramp_steps = 0;
   double ramp_start_sparsity = 0.75;
+
+  // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
+  // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
+  template <class R>
+  static void resume_keys(R& r) {
+    r.added_later("mask_score", MaskScore::MASK_SCORE_MOMENTUM);
+    r.added_later("normaliser", ScapeNormaliser::SCAPE_NORMALISER_STEP);
+    r.added_later("error_feedback", ErrorFeedback::ERROR_FEEDBACK_GRADIENT);
+    r.added_later("momentum_factor_masking", true);
+    r.added_later("lazy_weight_decay", false);
+    r.added_later("residual_keeps_clipped", false);
+    r.added_later("mask_age_bonus", 0.0);
+    r.added_later("mask_per_tensor", false);
+    r.added_later("stale_momentum", false);
+    r.added_later("sparsity_ramp_steps", int64_t{0});
+    r.added_later("ramp_start_sparsity", 0.75);
+    r.harmless("shard_block_kb");           // splits the space over the ranks, like the world size
+    r.harmless("log_selection_by_tensor");  // telemetry
+  }
 
   template <class V>
   void visit(V& v) {

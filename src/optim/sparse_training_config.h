@@ -55,6 +55,13 @@ struct SmetConfig {
   bool ramp_from_start = true;
   double density_lr_power = 1.0;
 
+  // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
+  // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
+  template <class R>
+  static void resume_keys(R& r) {
+    r.added_later("ramp_from_start", true);
+  }
+
   template <class V>
   void visit(V& v) {
     v("step_reset", step_reset,

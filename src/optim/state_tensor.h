@@ -1,5 +1,5 @@
 // StateTensor: one named piece of optimizer state as a checkpoint sees it: its element type and
-// how it relates to the ranks (its scope). The checkpoint code (train/checkpoint.cpp) gathers
+// how it relates to the ranks (its scope). The checkpoint code (run/checkpoint.cpp) gathers
 // and restores state by these two properties alone, so a new method declares its state and
 // gets world-size-independent checkpoints, or a clear error where they are impossible.
 // Invariant: `data` points at `numel` elements of `dtype` owned by the optimizer, in `memory`; a

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "data/loader.h"
 #include "io/json_file.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 namespace gossamer::sweep {
 
@@ -85,7 +85,7 @@ json to_plain(const ordered_json& j) {
 
 // Every key of the run config ("section.key", "section.sub.key"), from its visit() lists.
 struct ConfigKeys {
-  std::vector<std::string> keys = train::config_key_paths();
+  std::vector<std::string> keys = run::config_key_paths();
 
   // The keys under a dotted prefix ("optimizer." -> "lr, scape.sparsity, ..."), for errors.
   std::string keys_under(const std::string& prefix) const {
@@ -203,7 +203,7 @@ json read_base(const ordered_json& j, const std::string& base_dir) {
   }
   GOSSAMER_CHECK(base.is_object(), "%s: expected a JSON object at the top level",
                  base_where.c_str());
-  train::parse_run_config(base, base_where);
+  run::parse_run_config(base, base_where);
   return base;
 }
 
@@ -436,7 +436,7 @@ void resolve_point_configs(std::vector<SweepPoint>& points, const json& base,
     for (const auto& o : common) apply(config, o, where);
     for (const auto& o : p.overrides) apply(config, o, where);
     apply(config, {"train.out_dir", p.dir}, where);
-    train::RunConfig rc = train::parse_run_config(config, where);
+    run::RunConfig rc = run::parse_run_config(config, where);
     try {
       rc.validate(ranks);
     } catch (const Error& e) {

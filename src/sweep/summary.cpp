@@ -21,11 +21,10 @@
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "io/json_path.h"
+#include "run/resume_check.h"
+#include "run/run_config.h"
 #include "sweep/plot_script.h"
 #include "sweep/process.h"
-#include "train/resume_check.h"
-#include "train/run_config.h"
-#include "train/step_telemetry.h"
 
 namespace gossamer::sweep {
 
@@ -193,23 +192,23 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
   s.finished = s.final_checkpoint && s.final_metrics;
 
   json run = read_json_file(fs::path(point.dir) / "config.json");
-  train::migrate_legacy_config(run);  // run directories written before optimizer sections
+  run::migrate_legacy_config(run);  // run directories written before optimizer sections
   s.has_run = run.is_object() || s.metrics.exists;
   if (run.is_object()) {
     // Key by key, as the resume check compares them (sections nest: optimizer.scape.sparsity).
-    for (const std::string& dotted : train::config_key_paths()) {
+    for (const std::string& dotted : run::config_key_paths()) {
       const json* value = io::find_dotted(point.config, dotted);
       if (!value) continue;  // a section of a method this point does not use
       if (dotted == "train.out_dir") continue;
-      // A key the run predates compares as the behaviour it ran with (train/resume_check.h),
+      // A key the run predates compares as the behaviour it ran with (run/resume_check.h),
       // or as anything when that is not recorded: a newer binary's keys do not make every
       // finished point stale.
-      const json have = train::saved_value(run, dotted);
+      const json have = run::saved_value(run, dotted);
       if (have.is_null() || have == *value) continue;
       const std::string diff = strprintf("%s: %s in the run, %s now", dotted.c_str(),
                                          have.dump().c_str(), value->dump().c_str());
       if (s.config_diff.empty()) s.config_diff = diff;
-      if (!train::change_is_harmless_on_resume(dotted)) {
+      if (!run::change_is_harmless_on_resume(dotted)) {
         s.definition_diff = diff;
         break;
       }
@@ -360,7 +359,7 @@ std::string summary_markdown(const SweepSpec& spec, const SweepSummary& s) {
       const double m = r.medians[i];
       o << " "
         << (!std::isfinite(m)         ? std::string("–")
-            : starts_with(f, "bytes") ? train::format_bytes(m)
+            : starts_with(f, "bytes") ? format_bytes(m)
                                       : strprintf("%.4g", m))
         << " |";
     }

@@ -48,7 +48,7 @@ HostMemory available_host_memory() {
   return m;
 }
 
-void check_run_fits_in_memory(const RunConfig& config, int world, int ranks_on_node,
+void check_run_fits_in_memory(const run::RunConfig& config, int world, int ranks_on_node,
                               const kernels::OpTable& ops, const HostMemory& memory) {
   if (!ops.memory->host_accessible) return;  // the model lives in device memory
   if (memory.available == 0) {

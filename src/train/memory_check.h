@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kernels/ops.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 namespace gossamer::train {
 
@@ -25,7 +25,7 @@ HostMemory available_host_memory();
 // Throws gossamer::Error when config's lower bound per rank exceeds `memory.available /
 // ranks_on_node` (nothing is checked when the ops' memory is not the host's, or when the
 // available memory is unknown: logged).
-void check_run_fits_in_memory(const RunConfig& config, int world, int ranks_on_node,
+void check_run_fits_in_memory(const run::RunConfig& config, int world, int ranks_on_node,
                               const kernels::OpTable& ops, const HostMemory& memory);
 
 }  // namespace gossamer::train

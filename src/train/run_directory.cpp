@@ -22,7 +22,7 @@
 #include "core/timer.h"
 #include "io/atomic_file.h"
 #include "io/output_guard.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 namespace gossamer::train {
 
@@ -212,7 +212,7 @@ std::unique_ptr<RunDirectoryLock> claim_run_directory(const std::string& dir, Ru
                  dir.c_str(), ec ? ec.message().c_str() : "not a directory");
   auto lock = std::make_unique<RunDirectoryLock>(dir);
   remove_interrupted_writes(dir);
-  move_checkpoint_debris_aside(dir);
+  run::move_checkpoint_debris_aside(dir);
   return lock;
 }
 

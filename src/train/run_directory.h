@@ -9,7 +9,7 @@
 //   - Leftovers of writes interrupted by a crash (".NAME.tmp-PID" files and checkpoint staging
 //     directories of a process that no longer runs) are removed, with a warning naming each,
 //     once the lock is taken; so are directories step_N that are no checkpoint of step N (moved
-//     aside, train/checkpoint.h).
+//     aside, run/checkpoint.h).
 //   - While a run trains, the directory's .lock is held (flock) and names the holder's PID;
 //     a second training into it is refused naming that PID. Readers (eval, generate,
 //     export-hf) take no lock: checkpoint directories are complete when they appear and the

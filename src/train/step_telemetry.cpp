@@ -69,11 +69,4 @@ nlohmann::json comm_stats_json(const comm::CommStats& stats) {
   return out;
 }
 
-std::string format_bytes(double b) {
-  if (b < 1e3) return strprintf("%.0f B", b);
-  if (b < 1e6) return strprintf("%.1f KB", b / 1e3);
-  if (b < 1e9) return strprintf("%.1f MB", b / 1e6);
-  return strprintf("%.2f GB", b / 1e9);
-}
-
 }  // namespace gossamer::train

@@ -44,7 +44,4 @@ void check_replicas_identical(comm::Communicator& comm, std::span<const float> p
 // "wait_s"}, ...} for the kinds used (raw_bytes_sent: before compression; docs/COMM.md).
 nlohmann::json comm_stats_json(const comm::CommStats& stats);
 
-// "0 B", "1.5 KB", "12.3 MB", "1.20 GB" (decimal units).
-std::string format_bytes(double bytes);
-
 }  // namespace gossamer::train

@@ -1,5 +1,5 @@
-// run_training (see trainer.h): the control communicator, the device and its op table, the
-// buffers' communicator and the compression wrapper, the memory check, then one TrainingRun
+// run_training (see trainer.h): the run's communicators (run/run_communicators.h), the device
+// and its op table, the memory check, then one TrainingRun
 // (training_run.h). A failure on one rank aborts the others rather than leaving them waiting.
 #include "train/trainer.h"
 
@@ -8,67 +8,45 @@
 
 #include "comm/communicator.h"
 #include "comm/launch_env.h"
-#include "comm/zip/zip_communicator.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory_usage.h"
-#include "train/device_ops.h"
+#include "run/device_ops.h"
+#include "run/run_communicators.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
 #include "train/training_run.h"
 
 namespace gossamer::train {
 
-int run_training(RunConfig config, const TrainStart& start) {
+int run_training(run::RunConfig config, const TrainStart& start) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
   const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
-  // The control communicator, on host memory: losses, flags, norms and checkpoint state, and
-  // on the CPU the gradients and weights too. With kernels.device = cuda, parallel.backend =
-  // "nccl" names the buffers' backend, and the host values take what a launcher implies (mpi);
-  // any other backend is asked of both (choose_backend refuses mpi for the buffers).
-  const bool nccl_for_buffers = cuda && config.parallel.backend == comm::Backend::BACKEND_NCCL;
-  std::unique_ptr<comm::Communicator> comm = comm::make_communicator(
-      nccl_for_buffers ? comm::Backend::BACKEND_AUTO : config.parallel.backend,
-      comm::BufferLocation::BUFFER_LOCATION_HOST);
-  log_set_rank(comm->rank());
-  comm->set_timeout(config.parallel.timeout_s);
-  std::unique_ptr<comm::Communicator> buffers;  // device memory at several ranks only
+  run::RunCommunicators comms(config);
+  log_set_rank(comms.control().rank());
   try {
-    config.validate(comm->size());
-    const bool device_buffers =
-        comm->size() > 1 && (start.ops ? !start.ops->memory->host_accessible : cuda);
-    // Before the GPU is chosen: a configuration error comes first.
-    GOSSAMER_CHECK(
-        !device_buffers || config.parallel.compression == comm::zip::Compression::COMPRESSION_OFF,
-        "parallel.compression = %s: the codec runs on host buffers, and with "
-        "kernels.device = cuda at several ranks the gradients live in GPU memory (its "
-        "kernels are not written: docs/CUDA.md); set it to off",
-        std::string(enum_name(config.parallel.compression)).c_str());
-    const GpuClaim gpu(start.ops ? !start.ops->memory->host_accessible : cuda);
+    const int world = comms.control().size();
+    config.validate(world);
+    const bool on_gpu = start.ops ? !start.ops->memory->host_accessible : cuda;
+    const bool device_buffers = world > 1 && on_gpu;
+    comms.check_compression(device_buffers);  // a configuration error before the GPU is chosen
+    const run::GpuClaim gpu(on_gpu);
     const kernels::OpTable& ops =
-        start.ops ? *start.ops : ops_for_run(config.kernels, comm->size(), comm->local_rank());
-    if (device_buffers) {
-      buffers = start.buffer_comm ? start.buffer_comm(*comm)
-                                  : make_buffer_communicator(config.parallel.backend);
-      buffers->set_timeout(config.parallel.timeout_s);
-    } else {
-      if (nccl_for_buffers)
-        log_info("parallel.backend = nccl: one rank, no buffer leaves this GPU (no NCCL)");
-      comm = comm::zip::wrap_with_compression(std::move(comm), config.parallel.zip_options());
-      comm->set_timeout(config.parallel.timeout_s);
-    }
+        start.ops ? *start.ops
+                  : run::ops_for_run(config.kernels, world, comms.control().local_rank());
+    comms.attach_buffers(device_buffers, start.buffer_comm);
     // Before anything large is allocated: a run that cannot fit is refused with the numbers.
-    check_run_fits_in_memory(config, comm->size(), comm::ranks_on_this_node(comm->size()), ops,
+    check_run_fits_in_memory(config, world, comm::ranks_on_this_node(world), ops,
                              available_host_memory());
-    TrainingRun run(*comm, buffers ? *buffers : *comm, ops, std::move(config), start);
+    TrainingRun run(comms.control(), comms.buffers(), ops, std::move(config), start);
     return run.run();
   } catch (const CollectiveError&) {
     throw;  // every rank stops here together; the communicator shuts down normally
   } catch (const Error& e) {
     // One rank failing must not leave the others waiting in a collective.
-    // (comm is null when the compression wrapper failed while taking it over.)
-    if (comm && comm->size() > 1) comm->abort(1, e.what());
+    comm::Communicator* control = comms.control_if_alive();
+    if (control && control->size() > 1) control->abort(1, e.what());
     throw;
   }
 }

@@ -12,7 +12,7 @@
 
 #include "comm/communicator.h"
 #include "kernels/ops.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 namespace gossamer::train {
 
@@ -26,7 +26,7 @@ struct TrainStart {
   // Move a run already in train.out_dir aside and start afresh (excludes resume).
   bool overwrite = false;
   // With resume: config keys of the run's definition that may differ from the checkpoint's
-  // (train/resume_check.h), and "global_batch".
+  // (run/resume_check.h), and "global_batch".
   std::vector<std::string> allow_change;
   // Tests: compute with this op table instead of the one kernels.device selects (it must
   // outlive the run).
@@ -36,6 +36,6 @@ struct TrainStart {
   std::function<std::unique_ptr<comm::Communicator>(comm::Communicator& control)> buffer_comm;
 };
 
-int run_training(RunConfig config, const TrainStart& start = {});
+int run_training(run::RunConfig config, const TrainStart& start = {});
 
 }  // namespace gossamer::train

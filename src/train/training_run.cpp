@@ -32,7 +32,6 @@
 #include "data/tokenizer.h"
 #include "eval/evaluate.h"
 #include "eval/sampler.h"
-#include "hf/import.h"
 #include "io/atomic_file.h"
 #include "io/json_path.h"
 #include "kernels/cpu/cpu_setup.h"
@@ -43,15 +42,16 @@
 #include "model/model.h"
 #include "optim/lr_schedule.h"
 #include "optim/registry.h"
-#include "train/checkpoint.h"
-#include "train/device_ops.h"
+#include "run/checkpoint.h"
+#include "run/device_ops.h"
+#include "run/model_source.h"
+#include "run/resume_check.h"
 #include "train/fault_injection.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
 #include "train/metrics_log.h"
 #include "train/mfu.h"
 #include "train/rank_agreement.h"
-#include "train/resume_check.h"
 #include "train/run_directory.h"
 #include "train/step_telemetry.h"
 #include "train/train_step.h"
@@ -85,7 +85,7 @@ json optim_metrics_json(const optim::Optimizer& optimizer) {
 }
 
 // The data files a run reads, each by path and size (what every rank must agree on).
-json data_identity(const DataConfig& d) {
+json data_identity(const data::DataConfig& d) {
   json files = json::array();
   for (const std::string& pattern : {d.train, d.val}) {
     if (pattern.empty()) continue;
@@ -97,7 +97,7 @@ json data_identity(const DataConfig& d) {
 
 }  // namespace
 
-Inputs open_inputs(const RunConfig& config, int world) {
+Inputs open_inputs(const run::RunConfig& config, int world) {
   const auto& d = config.data;
   const uint64_t seed = config.train.seed;
   const int B = d.micro_batch, T = d.seq_len;
@@ -125,7 +125,8 @@ Inputs open_inputs(const RunConfig& config, int world) {
 }
 
 TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
-                         const kernels::OpTable& ops, RunConfig config, const TrainStart& start)
+                         const kernels::OpTable& ops, run::RunConfig config,
+                         const TrainStart& start)
     : comm_(comm),
       buffers_(buffers),
       config_(std::move(config)),
@@ -140,7 +141,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
       inputs_(open_inputs(config_, world_)),
       tokens_(size_t(B_) * T_),
       targets_(size_t(B_) * T_) {
-  check_ranks_agree(comm_, to_json(config_), data_identity(config_.data));
+  check_ranks_agree(comm_, run::to_json(config_), data_identity(config_.data));
   if (world_ > 1) interrupt_set_grace(kSignalGraceSeconds, rank_);
   const RunStart how = !start.resume.empty() ? RunStart::RUN_START_RESUME
                        : start.overwrite     ? RunStart::RUN_START_OVERWRITE
@@ -148,7 +149,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
   if (rank_ == 0) check_run_directory(tc_.out_dir, how, start.resume);  // before loading
   build_and_restore(start.resume, start.init_from, start.allow_change);
   check_replica_contract();
-  resolved_ = to_json(config_);
+  resolved_ = run::to_json(config_);
   if (rank_ == 0) {  // the one rank that writes the run directory owns it from here on
     lock_ = claim_run_directory(tc_.out_dir, how, start.resume);
     warn_later_checkpoints();
@@ -169,7 +170,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
 // earlier timeline's) stay until this run writes their steps, and --resume RUN takes the newest.
 void TrainingRun::warn_later_checkpoints() const {
   if (resumed_from_.empty()) return;
-  const std::vector<int64_t> later = checkpoints_after(tc_.out_dir, state_.step);
+  const std::vector<int64_t> later = run::checkpoints_after(tc_.out_dir, state_.step);
   if (later.empty()) return;
   log_warn(
       "resume: %s also holds %zu checkpoint(s) after step %lld (the newest: step %lld), written "
@@ -204,32 +205,32 @@ void TrainingRun::build_and_restore(const std::string& resume_path, const std::s
                                     const std::vector<std::string>& allow_change) {
   model_ = model::make_model(config_.model, B_, T_, ops_, config_.kernels.matmul_dtype);
   model_->init_weights(tc_.seed);
-  if (!init_from.empty()) hf::init_weights_from(init_from, *model_);  // shapes checked
+  if (!init_from.empty()) run::init_weights_from(init_from, *model_);  // shapes checked
   optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,
                                       buffers_, comm_, tc_.seed, tc_.steps});
   check_device_support();
-  state_ = initial_trainer_state(tc_.seed);
+  state_ = run::initial_trainer_state(tc_.seed);
   state_.tokens_per_step = tokens_per_step_;
-  if (!resume_path.empty() && is_run_without_checkpoints(resume_path, tc_.out_dir)) {
+  if (!resume_path.empty() && run::is_run_without_checkpoints(resume_path, tc_.out_dir)) {
     if (rank_ == 0)
       log_warn(
           "--resume %s: the run stopped before its first checkpoint; starting it again from "
           "step 0",
           resume_path.c_str());
     if (fs::exists(fs::path(resume_path) / "config.json"))
-      check_resume_changes(load_run_directory_config(resume_path), to_json(config_),
-                           tokens_per_step_, tokens_per_step_, allow_change);
+      run::check_resume_changes(run::load_run_directory_config(resume_path), run::to_json(config_),
+                                tokens_per_step_, tokens_per_step_, allow_change);
   } else if (!resume_path.empty()) {
-    resumed_from_ = resolve_checkpoint_for_resume(resume_path);
-    const TrainerState saved = read_checkpoint_trainer_state(resumed_from_);
+    resumed_from_ = run::resolve_checkpoint_for_resume(resume_path);
+    const run::TrainerState saved = run::read_checkpoint_trainer_state(resumed_from_);
     const int64_t saved_batch = saved.tokens_per_step > 0 ? saved.tokens_per_step
                                 : saved.step > 0          ? saved.tokens_seen / saved.step
                                                           : 0;
-    check_resume_changes(load_checkpoint_config(resumed_from_), to_json(config_), saved_batch,
-                         tokens_per_step_, allow_change);
-    warn_stretched_schedule(load_checkpoint_config(resumed_from_), saved.step);
-    load_model_weights(resumed_from_, *model_);
-    load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
+    run::check_resume_changes(run::load_checkpoint_config(resumed_from_), run::to_json(config_),
+                              saved_batch, tokens_per_step_, allow_change);
+    warn_stretched_schedule(run::load_checkpoint_config(resumed_from_), saved.step);
+    run::load_model_weights(resumed_from_, *model_);
+    run::load_training_state(resumed_from_, *optimizer_, state_, rank_, world_);
     state_.tokens_per_step = tokens_per_step_;
     if (saved_batch != tokens_per_step_)  // a new stretch of this global batch (allowed above)
       state_.batch_since_step = state_.step, state_.batch_since_tokens = state_.tokens_seen;
@@ -447,10 +448,10 @@ void TrainingRun::checkpoint() {
   std::span<const float> weights = own.span();
   if (evaluation_weights_.size() > 0 && optimizer_->evaluation_weights(evaluation_weights_.span()))
     weights = evaluation_weights_.span();
-  const std::string path = save_checkpoint(tc_.out_dir, model_->layout(), weights, *optimizer_,
-                                           state_, resolved_, comm_);
+  const std::string path = run::save_checkpoint(tc_.out_dir, model_->layout(), weights, *optimizer_,
+                                                state_, resolved_, comm_);
   if (rank_ == 0) {
-    prune_checkpoints(tc_.out_dir, tc_.keep_checkpoints, state_.step);
+    run::prune_checkpoints(tc_.out_dir, tc_.keep_checkpoints, state_.step);
     log_info("checkpoint %s", path.c_str());
   }
 }

@@ -24,11 +24,11 @@
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
+#include "run/run_config.h"
 #include "train/fault_injection.h"
 #include "train/metrics_log.h"
 #include "train/mfu.h"
-#include "train/run_config.h"
 #include "train/run_directory.h"
 #include "train/step_telemetry.h"
 #include "train/train_step.h"
@@ -45,7 +45,7 @@ struct Inputs {
   std::unique_ptr<data::Tokenizer> tokenizer;  // only when samples are printed
 };
 
-Inputs open_inputs(const RunConfig& config, int world);
+Inputs open_inputs(const run::RunConfig& config, int world);
 
 // The replicas of a method whose ranks hold different weights, at an evaluation.
 struct ReplicaEval {
@@ -71,7 +71,7 @@ class TrainingRun {
   // `buffers` the gradients and weights (the same communicator unless they live in device
   // memory at several ranks). `config` is validated.
   TrainingRun(comm::Communicator& comm, comm::Communicator& buffers, const kernels::OpTable& ops,
-              RunConfig config, const TrainStart& start);
+              run::RunConfig config, const TrainStart& start);
   int run();
 
  private:
@@ -104,8 +104,8 @@ class TrainingRun {
 
   comm::Communicator& comm_;
   comm::Communicator& buffers_;
-  RunConfig config_;
-  const TrainConfig& tc_;
+  run::RunConfig config_;
+  const run::TrainConfig& tc_;
   const int world_, rank_, B_, T_;
   const int64_t accum_, tokens_per_step_;
   const kernels::OpTable& ops_;
@@ -113,7 +113,7 @@ class TrainingRun {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   HostBuffer<float> evaluation_weights_;  // when the replicas may differ
-  TrainerState state_;
+  run::TrainerState state_;
   std::string resumed_from_;
   std::unique_ptr<RunDirectoryLock> lock_;  // rank 0: the run directory is ours until the end
   json resolved_;

@@ -1,4 +1,4 @@
-# A run's checkpoints are its timeline (issue 39, train/checkpoint.h): pruning by
+# A run's checkpoints are its timeline (issue 39, run/checkpoint.h): pruning by
 # train.keep_checkpoints counts only the checkpoints at or before the step just written and never
 # deletes a later one (an earlier timeline's, when a run resumed from an older checkpoint); a
 # directory step_N whose trainer.json is missing or of another step is skipped by readers with a

@@ -180,7 +180,7 @@ expect_error "changed config refused" 'finished point\(s\) in .* another config:
 [[ "$(snapshot "$O1")" == "$before" ]] && pass "nothing written after the refusal" || fail "files changed"
 
 # A run made by an older binary lacks the keys added since: such a key compares as the behaviour
-# the run had (train/resume_check.cpp), here unrecorded, so the finished point is still skipped.
+# the run had (run/resume_check.cpp), here unrecorded, so the finished point is still skipped.
 cp "$O1/a/config.json" "$WORK/a-config.json"
 node -e 'const f = process.argv[1], fs = require("fs"); const j = JSON.parse(fs.readFileSync(f));
   delete j.train.sample_tokens; fs.writeFileSync(f, JSON.stringify(j));' "$O1/a/config.json"

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/communicator.h"
+#include "core/bf16.h"
 #include "core/error.h"
 #ifdef GOSSAMER_HAVE_NCCL
 #include "kernels/cuda/memory.cuh"

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/communicator.h"
 #include "comm_test_util.h"
+#include "core/bf16.h"
 #include "core/error.h"
 #include "mpi_test_main.h"
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/byte_accounting.h"
 #include "comm/zip/zip_communicator.h"
+#include "core/bf16.h"
 #include "mpi_test_main.h"
 
 namespace gossamer::comm::zip {

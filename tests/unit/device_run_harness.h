@@ -23,7 +23,7 @@
 #include "data/shard.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 #include "train/trainer.h"
 
 namespace gossamer::testing {
@@ -137,7 +137,7 @@ inline int train_with(
   start.ops = ops;
   start.resume = resume;
   start.buffer_comm = std::move(buffer_comm);
-  return train::run_training(train::parse_run_config(config, "test"), start);
+  return train::run_training(run::parse_run_config(config, "test"), start);
 }
 
 }  // namespace gossamer::testing

@@ -1,5 +1,5 @@
 // Matrix products with bf16 operands (kernels.matmul_dtype = bf16): the CPU ops against a
-// reference that rounds with its own code (frexp / nearbyint, not comm/bf16.h's bit rule) and
+// reference that rounds with its own code (frexp / nearbyint, not core/bf16.h's bit rule) and
 // sums in long double; ties to even; the models in bf16 against the same models in fp32 (close,
 // not equal), the bf16 mirror of the weights refreshed at each forward, and the bf16 model on
 // the guarded device table equal to the CPU one bit for bit.

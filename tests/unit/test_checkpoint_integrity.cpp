@@ -19,9 +19,9 @@
 #include "kernels/ops.h"
 #include "model/model.h"
 #include "optim/registry.h"
+#include "run/checkpoint.h"
+#include "run/run_config.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
 
 namespace {
 
@@ -155,33 +155,33 @@ TEST(Checksum, ATensorWhoseChecksumEntryIsGoneIsRefused) {
 // A checkpoint with one flipped byte in its weights, and one whose weights hold a NaN.
 TEST(CheckpointIntegrity, DamagedOrNonFiniteWeightsAreRefusedNamingTheTensor) {
   TempDir dir;
-  train::RunConfig rc;
+  run::RunConfig rc;
   rc.model.n_layer = 1, rc.model.n_head = 2, rc.model.d_model = 16, rc.model.vocab_size = 64;
   rc.model.max_seq_len = 8;
   auto m = model::make_model(rc.model, 1, 8, kernels::cpu_ops());
   m->init_weights(3);
   auto opt = optim::make_optimizer(rc.optimizer, m->layout(), kernels::cpu_ops());
-  const std::string ckpt = train::save_checkpoint(
-      dir.file("run"), *m, *opt, train::initial_trainer_state(1), train::to_json(rc));
+  const std::string ckpt = run::save_checkpoint(dir.file("run"), *m, *opt,
+                                                run::initial_trainer_state(1), run::to_json(rc));
   auto loaded = model::make_model(rc.model, 1, 8, kernels::cpu_ops());
-  train::load_model_weights(ckpt, *loaded);
+  run::load_model_weights(ckpt, *loaded);
   EXPECT_EQ(
       std::memcmp(loaded->params().data(), m->params().data(), m->params().size() * sizeof(float)),
       0);
-  train::verify_checkpoint(ckpt);
+  run::verify_checkpoint(ckpt);
 
   const std::string file = ckpt + "/model.safetensors";
   const io::SafetensorsReader r(file);
   const uint64_t data_start = std::filesystem::file_size(file) - m->params().size() * 4;
   flip_byte(file, data_start + r.info("wte").begin + 40);
-  expect_error([&] { train::load_model_weights(ckpt, *loaded); },
+  expect_error([&] { run::load_model_weights(ckpt, *loaded); },
                {file, "tensor 'wte' does not match its checksum"});
-  expect_error([&] { train::verify_checkpoint(ckpt); }, {"'wte'", "checksum"});
+  expect_error([&] { run::verify_checkpoint(ckpt); }, {"'wte'", "checksum"});
 
   m->params()[m->layout().find("ln_f.bias").offset + 3] = std::nanf("");
-  const std::string nan_ckpt = train::save_checkpoint(
-      dir.file("nan"), *m, *opt, train::initial_trainer_state(1), train::to_json(rc));
-  expect_error([&] { train::load_model_weights(nan_ckpt, *loaded); },
+  const std::string nan_ckpt = run::save_checkpoint(
+      dir.file("nan"), *m, *opt, run::initial_trainer_state(1), run::to_json(rc));
+  expect_error([&] { run::load_model_weights(nan_ckpt, *loaded); },
                {"model.safetensors", "tensor ln_f.bias holds a non-finite value", "element 3"});
 }
 

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/byte_accounting.h"
 #include "comm/communicator.h"
 #include "comm/launch_env.h"
 #include "comm/op_args.h"
 #include "comm/single_communicator.h"
+#include "core/bf16.h"
 #include "test_util.h"
 #ifdef GOSSAMER_HAVE_NCCL
 #include "kernels/cuda/cuda_context.cuh"

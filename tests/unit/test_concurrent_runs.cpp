@@ -14,8 +14,8 @@
 
 #include "core/error.h"
 #include "device_run_harness.h"
+#include "run/device_ops.h"
 #include "test_util.h"
-#include "train/device_ops.h"
 #include "train/interrupt.h"
 
 namespace {
@@ -98,14 +98,14 @@ TEST(ConcurrentRuns, TwoRunsAtOnceEqualEachAlone) {
 }
 
 TEST(ConcurrentRuns, OneRunAtATimeOnTheGpu) {
-  { const gossamer::train::GpuClaim cpu_a(false), cpu_b(false); }  // the CPU claims nothing
+  { const gossamer::run::GpuClaim cpu_a(false), cpu_b(false); }  // the CPU claims nothing
   {
-    const gossamer::train::GpuClaim first(true);
-    expect_error([] { gossamer::train::GpuClaim second(true); },
+    const gossamer::run::GpuClaim first(true);
+    expect_error([] { gossamer::run::GpuClaim second(true); },
                  {"kernels.device = cuda", "another run of this process is using the GPU"});
-    const gossamer::train::GpuClaim on_cpu(false);
+    const gossamer::run::GpuClaim on_cpu(false);
   }
-  const gossamer::train::GpuClaim after(true);  // released with the first
+  const gossamer::run::GpuClaim after(true);  // released with the first
 }
 
 }  // namespace

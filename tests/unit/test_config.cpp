@@ -11,8 +11,8 @@
 #include "core/error.h"
 #include "io/json_path.h"
 #include "optim/lr_schedule.h"
+#include "run/run_config.h"
 #include "test_util.h"
-#include "train/run_config.h"
 
 using namespace gossamer;
 using nlohmann::json;
@@ -34,7 +34,7 @@ std::string write_temp(const std::string& text) {
 }  // namespace
 
 TEST(RunConfig, EmptyObjectGivesDocumentedDefaults) {
-  train::RunConfig c = train::parse_run_config(json::object(), "x.json");
+  run::RunConfig c = run::parse_run_config(json::object(), "x.json");
   EXPECT_EQ(c.model.family, model::ModelFamily::MODEL_FAMILY_GPT2);
   EXPECT_EQ(c.schedule.decay, optim::Decay::DECAY_COSINE);
   EXPECT_EQ(c.parallel.backend, comm::Backend::BACKEND_AUTO);
@@ -48,7 +48,7 @@ TEST(RunConfig, ValuesAreReadIntoTypedFields) {
   json j = {{"model", {{"n_layer", 3}, {"d_model", 96}, {"n_head", 3}}},
             {"data", {{"shuffle", false}, {"train", "a.bin,b.bin"}}},
             {"train", {{"steps", 1e3}, {"seed", 7}}}};
-  train::RunConfig c = train::parse_run_config(j, "x.json");
+  run::RunConfig c = run::parse_run_config(j, "x.json");
   EXPECT_EQ(c.model.n_layer, 3);
   EXPECT_EQ(c.model.d_model, 96);
   EXPECT_FALSE(c.data.shuffle);
@@ -59,25 +59,25 @@ TEST(RunConfig, ValuesAreReadIntoTypedFields) {
 
 TEST(RunConfig, UnknownKeysAndSectionsAreErrorsNamingTheirPath) {
   EXPECT_NE(error_of([] {
-              train::parse_run_config({{"optimizer", {{"lrr", 1}}}}, "r.json");
+              run::parse_run_config({{"optimizer", {{"lrr", 1}}}}, "r.json");
             }).find("r.json: optimizer.lrr: unknown key"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              train::parse_run_config({{"optimiser", json::object()}}, "r.json");
+              run::parse_run_config({{"optimiser", json::object()}}, "r.json");
             }).find("optimiser: unknown section"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              train::parse_run_config({{"model", 3}}, "r.json");
+              run::parse_run_config({{"model", 3}}, "r.json");
             }).find("r.json: model: expected an object"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              train::parse_run_config(json::array(), "r.json");
+              run::parse_run_config(json::array(), "r.json");
             }).find("expected a JSON object at the top level"),
             std::string::npos);
 }
 
 TEST(RunConfig, WrongTypesAreErrorsNamingKeyExpectedAndFound) {
-  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
+  auto err = [](json j) { return error_of([&] { run::parse_run_config(j, "r.json"); }); };
   EXPECT_NE(
       err({{"train", {{"steps", "10"}}}}).find("train.steps: expected an integer, found string"),
       std::string::npos);
@@ -96,13 +96,13 @@ TEST(RunConfig, WrongTypesAreErrorsNamingKeyExpectedAndFound) {
                 .find("r.json: model.family: expected a string, one of \"gpt2\" or \"llama\", "
                       "found string \"bert\""),
             std::string::npos);
-  EXPECT_EQ(train::parse_run_config({{"model", {{"family", "llama"}}}}, "r.json").model.family,
+  EXPECT_EQ(run::parse_run_config({{"model", {{"family", "llama"}}}}, "r.json").model.family,
             model::ModelFamily::MODEL_FAMILY_LLAMA);
 }
 
 TEST(RunConfig, InvariantsNameTheKeys) {
-  auto invalid = [](std::function<void(train::RunConfig&)> edit, int world = 1) {
-    train::RunConfig c;
+  auto invalid = [](std::function<void(run::RunConfig&)> edit, int world = 1) {
+    run::RunConfig c;
     edit(c);
     return error_of([&] { c.validate(world); });
   };
@@ -124,7 +124,7 @@ TEST(RunConfig, InvariantsNameTheKeys) {
             std::string::npos);
   EXPECT_NE(invalid([](auto& c) { c.model.padded_vocab = 100; }).find("model.padded_vocab"),
             std::string::npos);
-  train::RunConfig ok;
+  run::RunConfig ok;
   ok.train.global_batch_tokens = 256 * 4;
   EXPECT_EQ(ok.grad_accum_steps(1), 4);
   EXPECT_EQ(ok.grad_accum_steps(2), 2);
@@ -132,28 +132,27 @@ TEST(RunConfig, InvariantsNameTheKeys) {
 
 TEST(RunConfig, FileLoadingAppliesOverridesBeforeStrictParsing) {
   const std::string path = write_temp(R"({"optimizer": {"lr": 0.1}, "train": {"steps": 5}})");
-  train::RunConfig c = train::load_run_config(path, {"optimizer.lr=3e-4", "train.out_dir=runs/x",
-                                                     "data.train=a.bin", "data.shuffle=false"});
+  run::RunConfig c = run::load_run_config(path, {"optimizer.lr=3e-4", "train.out_dir=runs/x",
+                                                 "data.train=a.bin", "data.shuffle=false"});
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
   EXPECT_EQ(c.train.out_dir, "runs/x");
   EXPECT_EQ(c.data.train, "a.bin");
   EXPECT_FALSE(c.data.shuffle);
   EXPECT_EQ(c.train.steps, 5);
   EXPECT_NE(error_of([&] {
-              train::load_run_config(path, {"optimizer.lrx=1"});
+              run::load_run_config(path, {"optimizer.lrx=1"});
             }).find("optimizer.lrx: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { train::load_run_config(path, {"novalue"}); }).find("KEY=VALUE"),
+  EXPECT_NE(error_of([&] { run::load_run_config(path, {"novalue"}); }).find("KEY=VALUE"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
-              train::load_run_config(path, {"optimizer.lr.x=1"});
-            }).find("is not a section"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { run::load_run_config(path, {"optimizer.lr.x=1"}); }).find("is not a section"),
+      std::string::npos);
   std::remove(path.c_str());
-  EXPECT_NE(error_of([&] { train::load_run_config(path, {}); }).find("cannot open config file"),
+  EXPECT_NE(error_of([&] { run::load_run_config(path, {}); }).find("cannot open config file"),
             std::string::npos);
   const std::string bad = write_temp("{\"train\": {\"steps\": 5,}}");
-  EXPECT_NE(error_of([&] { train::load_run_config(bad, {}); }).find("not valid JSON"),
+  EXPECT_NE(error_of([&] { run::load_run_config(bad, {}); }).find("not valid JSON"),
             std::string::npos);
   std::remove(bad.c_str());
 }
@@ -162,34 +161,34 @@ TEST(RunConfig, FileLoadingAppliesOverridesBeforeStrictParsing) {
 TEST(RunConfig, StrictJsonNamesTheFileAndTheKey) {
   const std::string dup = write_temp(R"({"train": {"steps": 5, "seed": 1, "steps": 7}})");
   EXPECT_NE(
-      error_of([&] { train::load_run_config(dup, {}); }).find(dup + ": duplicate key train.steps"),
+      error_of([&] { run::load_run_config(dup, {}); }).find(dup + ": duplicate key train.steps"),
       std::string::npos);
   std::remove(dup.c_str());
   const std::string top = write_temp(R"({"train": {}, "model": {}, "train": {}})");
-  EXPECT_NE(error_of([&] { train::load_run_config(top, {}); }).find(": duplicate key train ("),
+  EXPECT_NE(error_of([&] { run::load_run_config(top, {}); }).find(": duplicate key train ("),
             std::string::npos);
   std::remove(top.c_str());
   const std::string same_name = write_temp(R"({"train": {"steps": 5}, "model": {"steps": 1}})");
-  EXPECT_EQ(error_of([&] { train::load_run_config(same_name, {}); }).find("duplicate"),
+  EXPECT_EQ(error_of([&] { run::load_run_config(same_name, {}); }).find("duplicate"),
             std::string::npos);
   std::remove(same_name.c_str());
   const std::string huge = write_temp(R"({"optimizer": {"lr": 1e999}})");
-  const std::string e = error_of([&] { train::load_run_config(huge, {}); });
+  const std::string e = error_of([&] { run::load_run_config(huge, {}); });
   EXPECT_NE(e.find(huge + ": not valid JSON: a number does not fit"), std::string::npos) << e;
   std::remove(huge.c_str());
   const std::string dir = ::testing::TempDir();
-  EXPECT_NE(error_of([&] { train::load_run_config(dir, {}); }).find("is a directory"),
+  EXPECT_NE(error_of([&] { run::load_run_config(dir, {}); }).find("is a directory"),
             std::string::npos);
 }
 
 TEST(RunConfig, SetRefusesAWholeSection) {
   const std::string path = write_temp(R"({"train": {"steps": 5}})");
   EXPECT_NE(error_of([&] {
-              train::load_run_config(path, {"model={}"});
+              run::load_run_config(path, {"model={}"});
             }).find("--set model={}: a value may not be an object"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              train::load_run_config(path, {"optimizer.scape={\"sparsity\": 0.9}"});
+              run::load_run_config(path, {"optimizer.scape={\"sparsity\": 0.9}"});
             }).find("may not be an object"),
             std::string::npos);
   std::remove(path.c_str());
@@ -197,38 +196,38 @@ TEST(RunConfig, SetRefusesAWholeSection) {
 
 TEST(RunConfig, DenseWarmupDefaultsToTheLrWarmup) {
   json j = json::parse(R"({"optimizer": {"name": "scape"}, "schedule": {"warmup_steps": 40}})");
-  EXPECT_EQ(train::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 40);
+  EXPECT_EQ(run::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 40);
   j["optimizer"]["scape"]["dense_warmup_steps"] = 7;  // an explicit value is kept
-  EXPECT_EQ(train::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 7);
+  EXPECT_EQ(run::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 7);
   j["optimizer"]["scape"]["dense_warmup_steps"] = 0;
-  EXPECT_EQ(train::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 0);
+  EXPECT_EQ(run::parse_run_config(j, "x").optimizer.scape.dense_warmup_steps, 0);
   j["optimizer"]["scape"]["dense_warmup_steps"] = -1;
-  train::RunConfig c = train::parse_run_config(j, "x");
+  run::RunConfig c = run::parse_run_config(j, "x");
   EXPECT_EQ(c.optimizer.scape.dense_warmup_steps, 40);
   // The saved config holds the value the run used.
-  EXPECT_EQ(train::to_json(c)["optimizer"]["scape"]["dense_warmup_steps"], 40);
+  EXPECT_EQ(run::to_json(c)["optimizer"]["scape"]["dense_warmup_steps"], 40);
   j["optimizer"]["scape"]["dense_warmup_steps"] = -2;
-  train::RunConfig bad = train::parse_run_config(j, "x");
+  run::RunConfig bad = run::parse_run_config(j, "x");
   EXPECT_NE(error_of([&] { bad.validate(1); }).find("dense_warmup_steps: must be >= 0, or -1"),
             std::string::npos);
 }
 
 TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
-  train::RunConfig c;
+  run::RunConfig c;
   c.model.n_layer = 7;
   c.train.out_dir = "somewhere";
   c.optimizer.name = "scape";
   c.optimizer.scape.reading = optim::ScapeReading::SCAPE_READING_B;
   c.optimizer.scape.dense_warmup_steps = 3;  // resolved (-1 is resolved on parsing, below)
-  json j = train::to_json(c);
+  json j = run::to_json(c);
   EXPECT_EQ(j["optimizer"]["scape"]["reading"], "B");  // enums are written by name
   EXPECT_EQ(j["optimizer"]["adams"]["form"], "code");
   EXPECT_EQ(j["schedule"]["decay"], "cosine");
-  train::RunConfig back = train::parse_run_config(j, "resolved");
-  EXPECT_EQ(train::to_json(back), j);
+  run::RunConfig back = run::parse_run_config(j, "resolved");
+  EXPECT_EQ(run::to_json(back), j);
   EXPECT_EQ(back.model.n_layer, 7);
   EXPECT_EQ(back.optimizer.scape.reading, optim::ScapeReading::SCAPE_READING_B);
-  const std::string doc = train::config_reference_markdown();
+  const std::string doc = run::config_reference_markdown();
   std::function<void(const json&, const std::string&)> every_key = [&](const json& o,
                                                                        const std::string& path) {
     for (const auto& [key, value] : o.items()) {
@@ -241,15 +240,15 @@ TEST(RunConfig, ResolvedConfigRoundTripsAndListsEveryKey) {
   };
   every_key(j, "");
   // A method's section appears in the resolved config only for the method that reads it.
-  train::RunConfig dense;
-  const json jd = train::to_json(dense);
+  run::RunConfig dense;
+  const json jd = run::to_json(dense);
   EXPECT_FALSE(jd["optimizer"].contains("scape"));
   EXPECT_FALSE(jd["optimizer"].contains("adams"));
 }
 
 TEST(RunConfig, EnumsAreParsedByNameAndRejectedByName) {
-  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
-  EXPECT_EQ(train::parse_run_config({{"schedule", {{"decay", "linear"}}}}, "r").schedule.decay,
+  auto err = [](json j) { return error_of([&] { run::parse_run_config(j, "r.json"); }); };
+  EXPECT_EQ(run::parse_run_config({{"schedule", {{"decay", "linear"}}}}, "r").schedule.decay,
             optim::Decay::DECAY_LINEAR);
   EXPECT_NE(err({{"schedule", {{"decay", "step"}}}})
                 .find("r.json: schedule.decay: expected a string, one of \"cosine\", \"linear\", "
@@ -268,8 +267,8 @@ TEST(RunConfig, EnumsAreParsedByNameAndRejectedByName) {
 }
 
 TEST(RunConfig, MethodSectionsBelongToTheirMethod) {
-  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
-  const train::RunConfig c = train::parse_run_config(
+  auto err = [](json j) { return error_of([&] { run::parse_run_config(j, "r.json"); }); };
+  const run::RunConfig c = run::parse_run_config(
       {{"optimizer",
         {{"name", "scape"}, {"scape", {{"sparsity", 0.9}, {"mask_encoding", "bitmap"}}}}}},
       "r.json");
@@ -291,7 +290,7 @@ TEST(RunConfig, MethodSectionsBelongToTheirMethod) {
 }
 
 TEST(RunConfig, OldFlatOptimizerKeysNameTheirNewPlace) {
-  auto err = [](json j) { return error_of([&] { train::parse_run_config(j, "r.json"); }); };
+  auto err = [](json j) { return error_of([&] { run::parse_run_config(j, "r.json"); }); };
   EXPECT_NE(err({{"optimizer", {{"name", "scape"}, {"sparsity", 0.9}}}})
                 .find("r.json: optimizer.sparsity: this key moved to optimizer.scape.sparsity"),
             std::string::npos);
@@ -311,8 +310,8 @@ TEST(RunConfig, OldFlatOptimizerKeysNameTheirNewPlace) {
                   {"adams_form", "paper"},
                   {"catch_up_max", 2},
                   {"lr", 0.01}}}};
-    train::migrate_legacy_config(old);
-    const train::RunConfig c = train::parse_run_config(old, "old");
+    run::migrate_legacy_config(old);
+    const run::RunConfig c = run::parse_run_config(old, "old");
     EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.01);
     if (std::string(name) == "scape") {
       EXPECT_DOUBLE_EQ(c.optimizer.scape.sparsity, 0.9);
@@ -378,22 +377,22 @@ TEST(JsonPath, DottedPathsWalkObjectsOnly) {
 
 TEST(RunConfig, LocalStepsAreANumberOrAPerRankList) {
   auto err = [](json j) {
-    return error_of([&] { train::parse_run_config(j, "r.json").validate(1); });
+    return error_of([&] { run::parse_run_config(j, "r.json").validate(1); });
   };
   auto gasloc = [](json steps) {
     return json{{"optimizer", {{"name", "gasloc"}, {"gasloc", {{"local_steps", steps}}}}}};
   };
-  train::RunConfig one = train::parse_run_config(gasloc(7), "r");
+  run::RunConfig one = run::parse_run_config(gasloc(7), "r");
   EXPECT_FALSE(one.optimizer.gasloc.local_steps.per_rank());
   EXPECT_EQ(one.optimizer.gasloc.local_steps.of(3), 7);
-  train::RunConfig list = train::parse_run_config(gasloc({1, 4, 2}), "r");
+  run::RunConfig list = run::parse_run_config(gasloc({1, 4, 2}), "r");
   EXPECT_TRUE(list.optimizer.gasloc.local_steps.per_rank());
   EXPECT_EQ(list.optimizer.gasloc.local_steps.of(1), 4);
   EXPECT_EQ(list.optimizer.gasloc.local_steps.max(), 4);
   // The resolved config writes a number back as a number and a list as a list.
-  EXPECT_EQ(train::to_json(one)["optimizer"]["gasloc"]["local_steps"], json(7));
-  EXPECT_EQ(train::to_json(list)["optimizer"]["gasloc"]["local_steps"], json({1, 4, 2}));
-  EXPECT_EQ(train::parse_run_config(train::to_json(list), "resolved").optimizer.gasloc.local_steps,
+  EXPECT_EQ(run::to_json(one)["optimizer"]["gasloc"]["local_steps"], json(7));
+  EXPECT_EQ(run::to_json(list)["optimizer"]["gasloc"]["local_steps"], json({1, 4, 2}));
+  EXPECT_EQ(run::parse_run_config(run::to_json(list), "resolved").optimizer.gasloc.local_steps,
             list.optimizer.gasloc.local_steps);
 
   EXPECT_NE(err(gasloc("four")).find("optimizer.gasloc.local_steps: expected an integer or list"),
@@ -412,7 +411,7 @@ TEST(RunConfig, LocalStepsAreANumberOrAPerRankList) {
                 .find("optimizer.diloco.outer_lr: must be > 0"),
             std::string::npos);
   // Defaults: DiLoCo's H 500, 0.7, 0.9; gossip one step per mixing.
-  const train::RunConfig d = train::parse_run_config(json::object(), "r");
+  const run::RunConfig d = run::parse_run_config(json::object(), "r");
   EXPECT_EQ(d.optimizer.diloco.local_steps.of(0), 500);
   EXPECT_EQ(d.optimizer.gasloc.local_steps.of(0), 500);
   EXPECT_EQ(d.optimizer.gossip.local_steps.of(0), 1);

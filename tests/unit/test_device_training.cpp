@@ -26,8 +26,8 @@
 #include "guarded_device_ops.h"
 #include "model/host_params.h"
 #include "model/model.h"
+#include "run/run_config.h"
 #include "test_util.h"
-#include "train/run_config.h"
 #include "train/trainer.h"
 
 namespace {
@@ -212,7 +212,7 @@ TEST(DeviceTraining, KernelsDeviceCudaNeedsABuildWithCudaAndAGpu) {
                                   {"kernels.device = cuda", "no CUDA backend"});
 #endif
   config["kernels"]["device"] = "tpu";
-  gossamer::testing::expect_error([&] { train::parse_run_config(config, "test"); },
+  gossamer::testing::expect_error([&] { gossamer::run::parse_run_config(config, "test"); },
                                   {"kernels.device", "tpu"});
 }
 

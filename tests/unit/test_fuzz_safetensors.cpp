@@ -36,10 +36,10 @@
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/model.h"
+#include "run/checkpoint.h"
+#include "run/run_config.h"
 #include "safetensors_test_util.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
 
 namespace {
 
@@ -67,7 +67,7 @@ struct Tensor {
 };
 
 // A file flavour: the valid bytes and what a correct load must produce. "checkpoint" is loaded by
-// train::load_model_weights, any other through load_like_checkpoint.
+// run::load_model_weights, any other through load_like_checkpoint.
 struct SafetensorsFlavour {
   std::string name;
   Bytes file;
@@ -108,7 +108,7 @@ SafetensorsFlavour mixed_flavour(const TempDir& dir) {
   return f;
 }
 
-// What train::load_model_weights does, for any set of tensors: verify every stored checksum,
+// What run::load_model_weights does, for any set of tensors: verify every stored checksum,
 // read each expected tensor with its exact dtype and shape, and refuse a file holding more.
 std::vector<Bytes> load_like_checkpoint(const std::string& path, const std::vector<Tensor>& want) {
   io::SafetensorsReader r(path);
@@ -127,7 +127,7 @@ std::vector<Bytes> load_like_checkpoint(const std::string& path, const std::vect
 
 // A tiny GPT-2's weights written and loaded by the checkpoint code itself.
 struct CheckpointModel {
-  train::RunConfig rc;
+  run::RunConfig rc;
   std::unique_ptr<model::Model> model;
   std::vector<float> weights;
 };
@@ -145,7 +145,7 @@ CheckpointModel make_checkpoint_model() {
 SafetensorsFlavour checkpoint_flavour(const TempDir& dir, CheckpointModel& c) {
   SafetensorsFlavour f{"checkpoint", {}, {}};
   const std::string path = dir.file("model.safetensors");
-  train::write_model_weights(path, c.model->layout(), c.weights, train::to_json(c.rc), 0);
+  run::write_model_weights(path, c.model->layout(), c.weights, run::to_json(c.rc), 0);
   f.file = gossamer::testing::read_bytes(path);
   for (const model::ParamView& v : c.model->layout().views()) {
     Bytes b(v.numel * sizeof(float));
@@ -579,7 +579,7 @@ std::string run_safetensors_case(const SafetensorsFlavour& f, CheckpointModel& c
     try {
       if (f.name == "checkpoint") {
         std::fill(ckpt.model->params().begin(), ckpt.model->params().end(), 0.0f);
-        train::load_model_weights(std::filesystem::path(path).parent_path().string(), *ckpt.model);
+        run::load_model_weights(std::filesystem::path(path).parent_path().string(), *ckpt.model);
         for (const model::ParamView& v : ckpt.model->layout().views()) {
           Bytes b(v.numel * sizeof(float));
           std::memcpy(b.data(), ckpt.model->params().data() + v.offset, b.size());

@@ -11,13 +11,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commands/import_hf.h"
 #include "core/error.h"
 #include "hf/export.h"
-#include "hf/import.h"
+#include "hf/hf_weights.h"
 #include "hf_test_util.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/model.h"
+#include "model/model_config_json.h"
+#include "run/model_source.h"
 #include "test_util.h"
 
 using namespace gossamer;
@@ -38,7 +41,7 @@ struct BadInput : ::testing::Test {
   }
   // import must fail with `pattern` in the message and leave nothing behind
   void expect_import_error(const std::string& dir, const std::string& pattern) {
-    const std::string e = error_of([&] { hf::import_hf(dir, tmp / "out", false); });
+    const std::string e = error_of([&] { commands::import_hf(dir, tmp / "out", false); });
     EXPECT_NE(e.find(pattern), std::string::npos) << "message: " << e;
     EXPECT_FALSE(fs::exists(tmp / "out"));
     EXPECT_TRUE(hidden_entries(tmp.path).empty());
@@ -167,6 +170,6 @@ TEST_F(BadInput, InitFromAnotherModel) {
   model::ModelConfig other = small_config("gpt2");
   other.n_layer = 3;
   auto m = model::make_model(other, 1, 1, kernels::cpu_ops());
-  EXPECT_NE(error_of([&] { hf::init_weights_from(hf, *m); }).find("n_layer: 2 vs 3"),
+  EXPECT_NE(error_of([&] { run::init_weights_from(hf, *m); }).find("n_layer: 2 vs 3"),
             std::string::npos);
 }

@@ -11,20 +11,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commands/export_hf.h"
+#include "commands/import_hf.h"
 #include "core/error.h"
 #include "hf/adapter.h"
 #include "hf/export.h"
 #include "hf/hf_config.h"
-#include "hf/import.h"
+#include "hf/hf_weights.h"
 #include "hf_test_util.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/model.h"
+#include "model/model_config_json.h"
 #include "optim/optimizer.h"
 #include "optim/registry.h"
+#include "run/checkpoint.h"
+#include "run/model_source.h"
+#include "run/run_config.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
 
 using namespace gossamer;
 using namespace gossamer::testing;
@@ -35,13 +39,13 @@ namespace {
 
 // A run directory with one checkpoint (step 0) of a freshly initialised model.
 std::string make_run(const TmpDir& tmp, const model::ModelConfig& cfg, uint64_t seed) {
-  train::RunConfig rc;
+  run::RunConfig rc;
   rc.model = cfg;
   auto m = model::make_model(cfg, 1, 1, kernels::cpu_ops());
   m->init_weights(seed);
   auto opt = optim::make_optimizer(rc.optimizer, m->layout(), kernels::cpu_ops());
   const std::string run = tmp / (std::string("run-") + model::family_name(cfg.family));
-  train::save_checkpoint(run, *m, *opt, train::TrainerState{}, train::to_json(rc));
+  run::save_checkpoint(run, *m, *opt, run::TrainerState{}, run::to_json(rc));
   return run;
 }
 
@@ -54,15 +58,15 @@ TEST(HfRoundTrip, ExportThenImportIsBitIdentical) {
     SCOPED_TRACE(family);
     TmpDir tmp;
     const std::string run = make_run(tmp, small_config(family), 17);
-    hf::HfExportOptions opt;
+    commands::HfExportOptions opt;
     opt.no_tokenizer = true;
-    hf::export_hf(run, tmp / "hf", opt);
-    hf::import_hf(tmp / "hf", tmp / "ckpt", false);
+    commands::export_hf(run, tmp / "hf", opt);
+    commands::import_hf(tmp / "hf", tmp / "ckpt", false);
     // The imported checkpoint's weights file is byte for byte the original one.
     EXPECT_EQ(read_file(run + "/checkpoints/step_00000000/model.safetensors"),
               read_file(tmp / "ckpt/model.safetensors"));
     // And exporting the imported checkpoint gives the same HF directory.
-    hf::export_hf(tmp / "ckpt", tmp / "hf2", opt);
+    commands::export_hf(tmp / "ckpt", tmp / "hf2", opt);
     for (const char* f : {"model.safetensors", "config.json", "generation_config.json"})
       EXPECT_EQ(read_file(tmp / "hf/" + f), read_file(tmp / "hf2/" + f)) << f;
     EXPECT_TRUE(hidden_entries(tmp.path).empty());
@@ -103,7 +107,7 @@ TEST(HfRoundTrip, Bf16WeightsAreConverted) {
   rewrite_hf(
       tmp / "hf", tmp / "bf16", [](const std::string& n) { return n; }, {}, io::DType::DTYPE_BF16);
   auto m2 = model::make_model(small_config("llama"), 1, 1, kernels::cpu_ops());
-  hf::init_weights_from(tmp / "bf16", *m2);
+  run::init_weights_from(tmp / "bf16", *m2);
   EXPECT_EQ(
       0, std::memcmp(m->params().data(), m2->params().data(), m->params().size() * sizeof(float)));
 }
@@ -120,7 +124,7 @@ TEST(HfRoundTrip, TiedLlamaHeadIsCopiedFromTheEmbedding) {
   c["tie_word_embeddings"] = true;
   write_text(tmp / "tied/config.json", c.dump());
   auto m2 = model::make_model(small_config("llama"), 1, 1, kernels::cpu_ops());
-  hf::init_weights_from(tmp / "tied", *m2);
+  run::init_weights_from(tmp / "tied", *m2);
   const model::ParamView &wte = m2->layout().find("wte"),
                          &head = m2->layout().find("lm_head.weight");
   ASSERT_EQ(wte.numel, head.numel);
@@ -152,14 +156,14 @@ TEST(HfRoundTrip, ShardedSafetensors) {
   write_text(tmp / "sharded/model.safetensors.index.json",
              json{{"metadata", json::object()}, {"weight_map", map}}.dump());
   auto m2 = model::make_model(small_config("gpt2"), 1, 1, kernels::cpu_ops());
-  hf::init_weights_from(tmp / "sharded", *m2);
+  run::init_weights_from(tmp / "sharded", *m2);
   EXPECT_EQ(
       0, std::memcmp(m->params().data(), m2->params().data(), m->params().size() * sizeof(float)));
   // An index that names the wrong shard is an error naming the index and the tensor.
   map["transformer.wte.weight"] = "model-00002-of-00002.safetensors";
   write_text(tmp / "sharded/model.safetensors.index.json", json{{"weight_map", map}}.dump());
   EXPECT_NE(error_of([&] {
-              hf::init_weights_from(tmp / "sharded", *m2);
+              run::init_weights_from(tmp / "sharded", *m2);
             }).find("weight_map names tensor 'transformer.wte.weight'"),
             std::string::npos);
 }
@@ -202,7 +206,7 @@ TEST(HfConfig, RoundTripsThroughConfigJson) {
         family == std::string("llama") ? llama_parity_config() : small_config(family);
     const json j = json::parse(hf::hf_config_json(cfg, {}).dump());
     const hf::HfModelSpec s = hf::hf_model_spec_from_json(j, "config.json");
-    EXPECT_EQ(hf::model_config_difference(s.config, cfg), "") << family;
+    EXPECT_EQ(model::model_config_difference(s.config, cfg), "") << family;
     EXPECT_EQ(s.config.init_std, cfg.init_std);
   }
   // transformers' defaults for absent keys: LlamaConfig's rms_norm_eps is 1e-6.

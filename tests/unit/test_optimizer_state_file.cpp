@@ -1,4 +1,4 @@
-// optimizer.safetensors at world size 1 (train/optimizer_state_file.h): every dtype and scope
+// optimizer.safetensors at world size 1 (run/optimizer_state_file.h): every dtype and scope
 // round-trips exactly; per-rank state saved at another world size is refused naming the tensor
 // and both sizes; summed rows saved at several ranks load as their sum; files written before
 // typed state (F32 everywhere) convert integer state exactly and refuse values that are not
@@ -13,8 +13,8 @@
 #include "comm/single_communicator.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
+#include "run/optimizer_state_file.h"
 #include "test_util.h"
-#include "train/optimizer_state_file.h"
 
 namespace {
 
@@ -57,7 +57,7 @@ TEST(OptimizerStateFile, EveryDtypeAndScopeRoundTripsExactly) {
   const std::string path = dir.file("optimizer.safetensors");
   const auto single = comm::make_single_communicator();
   StateOnly a;
-  train::write_optimizer_state(path, /*step=*/0, a, *single);
+  run::write_optimizer_state(path, /*step=*/0, a, *single);
   const io::SafetensorsReader r(path);
   EXPECT_EQ(r.info("t.mask").dtype, io::DType::DTYPE_U8);
   EXPECT_EQ(r.info("t.blocks").dtype, io::DType::DTYPE_I32);
@@ -69,7 +69,7 @@ TEST(OptimizerStateFile, EveryDtypeAndScopeRoundTripsExactly) {
   StateOnly b;
   b.m.assign(4, 0), b.mask.assign(4, 9), b.blocks.assign(3, 0), b.half.assign(2, 0);
   b.residual.assign(4, 0), b.replica.assign(2, 0);
-  train::load_optimizer_state(path, b, 0, 1);
+  run::load_optimizer_state(path, b, 0, 1);
   EXPECT_EQ(b.m, a.m);
   EXPECT_EQ(b.mask, a.mask);
   EXPECT_EQ(b.blocks, a.blocks);
@@ -79,7 +79,7 @@ TEST(OptimizerStateFile, EveryDtypeAndScopeRoundTripsExactly) {
   EXPECT_EQ(b.loaded, 1);
 
   // Per-rank state only at the world size it was saved at.
-  expect_error([&] { train::load_optimizer_state(path, b, 0, 2); },
+  expect_error([&] { run::load_optimizer_state(path, b, 0, 2); },
                {path, "t.replica", "per rank", "saved at 1 rank(s); this run has 2"});
 }
 
@@ -105,7 +105,7 @@ TEST(OptimizerStateFile, SummedRowsAndLegacyFloatState) {
   };
   write(mask);
   // No per-rank tensor in a legacy file: the per-rank state has no saved world size.
-  expect_error([&] { train::load_optimizer_state(path, a, 0, 1); },
+  expect_error([&] { run::load_optimizer_state(path, a, 0, 1); },
                {"t.replica", "written before per-rank state existed"});
   struct NoPerRank final : StateOnly {
     std::vector<StateTensor> state() override {
@@ -114,15 +114,15 @@ TEST(OptimizerStateFile, SummedRowsAndLegacyFloatState) {
       return s;
     }
   } b;
-  train::load_optimizer_state(path, b, 0, 1);
+  run::load_optimizer_state(path, b, 0, 1);
   EXPECT_EQ(b.mask, (std::vector<uint8_t>{1, 0, 0, 1}));
   EXPECT_EQ(b.blocks, (std::vector<int32_t>{5, 6, -7}));
   EXPECT_EQ(b.residual, (std::vector<float>{11, 22, 33, 44}));  // two rows at one rank: the sum
   write({1, 0.5f, 0, 1});
-  expect_error([&] { train::load_optimizer_state(path, b, 0, 1); },
+  expect_error([&] { run::load_optimizer_state(path, b, 0, 1); },
                {"t.mask", "0.5", "not a U8 value"});
   write({1, 0, 256, 1});
-  expect_error([&] { train::load_optimizer_state(path, b, 0, 1); }, {"t.mask", "256"});
+  expect_error([&] { run::load_optimizer_state(path, b, 0, 1); }, {"t.mask", "256"});
 }
 
 }  // namespace

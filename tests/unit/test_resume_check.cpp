@@ -1,18 +1,19 @@
-// What a resume may change (train/resume_check.h): harmless keys pass, a change of definition is
+// What a resume may change (run/resume_check.h): harmless keys pass, a change of definition is
 // an error naming the key and both values unless --allow-change lists it, and a key the
 // checkpoint predates compares as the behaviour the checkpoint ran with (so a later change of
 // default is refused, not taken silently).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "train/resume_check.h"
+#include "run/resume_check.h"
 
 using gossamer::Error;
-using gossamer::train::check_resume_changes;
+using gossamer::run::check_resume_changes;
 using nlohmann::json;
 
 namespace {
@@ -56,4 +57,25 @@ TEST(ResumeCheck, AKeyTheCheckpointPredatesComparesAsTheBehaviourItRanWith) {
   EXPECT_NE(refusal(saved, scape_config({{"sparsity", 0.99}, {"error_feedback", "replay"}})), "");
   // A key without a recorded earlier behaviour is not compared when the checkpoint lacks it.
   EXPECT_EQ(refusal(saved, scape_config({{"sparsity", 0.99}, {"shard_block_kb", 4.0}})), "");
+}
+
+// The sections declare their own resume metadata (a static resume_keys()): the table collected
+// from them holds each section's entries under its dotted prefix, and only config keys.
+TEST(ResumeCheck, EachSectionDeclaresItsResumeKeys) {
+  const gossamer::run::ResumeKeys& r = gossamer::run::resume_keys();
+  EXPECT_EQ(r.before.at("optimizer.scape.mask_score"), "momentum");
+  EXPECT_EQ(r.before.at("optimizer.scape.sparsity_ramp_steps"), 0);
+  EXPECT_EQ(r.before.at("optimizer.smet.ramp_from_start"), true);
+  EXPECT_EQ(r.before.size(), 12u);
+  for (const char* section : {"kernels.", "metrics.", "parallel."})
+    EXPECT_NE(std::find(r.harmless_sections.begin(), r.harmless_sections.end(), section),
+              r.harmless_sections.end())
+        << section;
+  EXPECT_EQ(r.harmless_sections.size(), 3u);
+  for (const char* key : {"train.steps", "data.micro_batch", "optimizer.scape.shard_block_kb"})
+    EXPECT_TRUE(gossamer::run::change_is_harmless_on_resume(key)) << key;
+  for (const char* key :
+       {"train.seed", "data.seq_len", "optimizer.scape.sparsity", "model.n_layer"})
+    EXPECT_FALSE(gossamer::run::change_is_harmless_on_resume(key)) << key;
+  EXPECT_TRUE(gossamer::run::change_is_harmless_on_resume("parallel.timeout_s"));
 }

@@ -263,7 +263,7 @@ TEST(Sweep, PlanSkipsFinishedResumesCheckpointedAndRestartsChangedConfigs) {
 
 // Sections nest (optimizer.scape.*): a finished run is compared key by key at the leaves, so a
 // key inside a nested section that the run predates compares as the behaviour it ran with
-// (train/resume_check.h) and a changed one is named by its full path.
+// (run/resume_check.h) and a changed one is named by its full path.
 TEST(Sweep, NestedKeysAreComparedOneByOne) {
   TempDir dir;
   auto s = make_sweep(R"({"base": {"train": {"steps": 4}, "optimizer": {"name": "scape"}},

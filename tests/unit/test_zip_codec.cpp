@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/zip/codec.h"
 #include "comm/zip/exponent_model.h"
+#include "core/bf16.h"
 #include "zip_test_data.h"
 
 namespace gossamer::comm::zip {

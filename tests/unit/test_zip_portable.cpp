@@ -1,4 +1,4 @@
-// Tests of the portable zip chunk codec (src/comm/zip/portable_chunk.h), the code the CUDA
+// Tests of the portable zip chunk codec (src/kernels/zip/portable_chunk.h), the code the CUDA
 // kernels run, here on the CPU against the CPU codec (chunk_codec.h): the same bytes for every
 // chunk of a corpus that reaches every mode, both stream layouts, escapes and every spread level;
 // the same elements and fp32 sums back; the same verdict (accept or reject) on thousands of
@@ -23,11 +23,11 @@
 #include "comm/zip/codec.h"
 #include "comm/zip/device_codec.h"
 #include "comm/zip/exponent_model.h"
-#include "comm/zip/portable_chunk.h"
 #include "comm/zip/zip_tables.h"
 #include "guarded_device_ops.h"
 #include "kernels/cpu/memory.h"
 #include "kernels/cpu/zip_chunks.h"
+#include "kernels/zip/portable_chunk.h"
 #include "zip_test_data.h"
 
 namespace gossamer::comm::zip {

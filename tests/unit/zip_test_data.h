@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "comm/bf16.h"
+#include "core/bf16.h"
 
 namespace gossamer::comm::zip {
 

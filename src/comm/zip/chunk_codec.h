@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/zip/portable_chunk.h"
 #include "core/error.h"
+#include "kernels/zip/portable_chunk.h"
 
 namespace gossamer::comm::zip {
 

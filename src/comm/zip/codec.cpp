@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/bf16.h"
 #include "comm/zip/crc32c.h"
 #include "comm/zip/exponent_model.h"
+#include "core/bf16.h"
 
 namespace gossamer::comm::zip {
 

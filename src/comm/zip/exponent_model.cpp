@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "comm/zip/crc32c.h"
-#include "comm/zip/portable_chunk.h"
 #include "core/error.h"
+#include "kernels/zip/portable_chunk.h"
 
 namespace gossamer::comm::zip {
 

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "comm/bf16.h"
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 namespace gossamer::comm::zip {

@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <limits>
 
-#include "comm/bf16.h"
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
+#include "core/bf16.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"

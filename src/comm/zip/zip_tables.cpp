@@ -2,6 +2,7 @@
 #include "comm/zip/zip_tables.h"
 
 #include "comm/zip/crc32c.h"
+#include "comm/zip/exponent_model.h"
 
 namespace gossamer::comm::zip {
 

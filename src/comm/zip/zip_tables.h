@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/zip/portable_chunk.h"
+#include "kernels/zip/portable_chunk.h"
 
 namespace gossamer::comm::zip {
 

@@ -1,5 +1,5 @@
 // Implementation of checkpoint save/load (see checkpoint.h for the directory layout).
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,10 +18,10 @@
 #include "io/safetensors.h"
 #include "io/staging_dir.h"
 #include "model/host_params.h"
-#include "train/optimizer_state_file.h"
-#include "train/run_config.h"
+#include "run/optimizer_state_file.h"
+#include "run/run_config.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -460,4 +460,4 @@ json load_checkpoint_config(const std::string& checkpoint_dir) {
   return config;
 }
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -17,11 +17,11 @@
 #include "comm/communicator.h"
 #include "optim/optimizer.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 // Writes the state of every rank to `path` (atomically) on rank 0, tensor by tensor as each is
 // gathered; `step`, the checkpoint's, goes into its metadata (checkpoint_step,
-// train/checkpoint.h). A collective over comm: every rank calls it at the same point, and ranks
+// run/checkpoint.h). A collective over comm: every rank calls it at the same point, and ranks
 // other than 0 only take part in the gathers (their `path` is not used).
 void write_optimizer_state(const std::string& path, int64_t step, optim::Optimizer& optimizer,
                            comm::Communicator& comm);
@@ -31,4 +31,4 @@ void write_optimizer_state(const std::string& path, int64_t step, optim::Optimiz
 void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, int rank,
                           int world);
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

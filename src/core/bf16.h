@@ -1,7 +1,7 @@
-// bfloat16 <-> float conversions used by the communication backends (reductions of bf16
-// payloads run in fp32), the to_bf16 ops (CPU, and the CUDA kernel through the rule on bits),
-// the communication benchmark and the tests. A bf16 value is the upper 16 bits of an IEEE fp32;
-// float -> bf16 rounds to nearest, ties to even, and keeps NaNs NaN.
+// bfloat16 <-> float conversions: one rounding rule (bf16_bits_of, __host__ __device__) for the
+// to_bf16 ops (the CPU op and the CUDA kernel), the communication backends (reductions of bf16
+// payloads run in fp32), the benchmarks and the tests. A bf16 value is the upper 16 bits of an IEEE
+// fp32; float -> bf16 rounds to nearest, ties to even, and keeps NaNs NaN.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #endif
 #endif
 
-namespace gossamer::comm {
+namespace gossamer {
 
 // The rounding rule on the bits of an fp32: the one definition, for host and device code.
 GOSSAMER_HOST_DEVICE inline uint16_t bf16_bits_of(uint32_t bits) {
@@ -38,4 +38,4 @@ inline uint16_t float_to_bf16(float f) {
   return bf16_bits_of(bits);
 }
 
-}  // namespace gossamer::comm
+}  // namespace gossamer

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/bf16.h"  // GOSSAMER_HOST_DEVICE
-#include "comm/zip/exponent_model.h"
+#include "core/bf16.h"  // GOSSAMER_HOST_DEVICE
+#include "kernels/zip/exponent_format.h"
 
 namespace gossamer::comm::zip {
 

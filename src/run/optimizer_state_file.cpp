@@ -1,7 +1,7 @@
 // Gathering, writing and restoring typed optimizer state (see optimizer_state_file.h). The
 // file is written tensor by tensor as each is gathered: rank 0 holds one gathered tensor at a
 // time, and state that is whole on this rank is written from where it lives, not copied.
-#include "train/optimizer_state_file.h"
+#include "run/optimizer_state_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 namespace {
 
@@ -318,4 +318,4 @@ void load_optimizer_state(const std::string& path, optim::Optimizer& optimizer, 
   optimizer.state_loaded();
 }
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace gossamer::eval {
+namespace gossamer::commands {
 
 struct EvalOptions {
   std::string config;             // -c
@@ -23,4 +23,4 @@ struct EvalOptions {
 
 int run_eval(const EvalOptions& options);
 
-}  // namespace gossamer::eval
+}  // namespace gossamer::commands

@@ -1,6 +1,6 @@
-// Implementation of the HF import paths (see import.h): the directory's safetensors files
-// are opened once (each reader validates its whole header), then the adapter table is walked.
-#include "hf/import.h"
+// Implementation of hf_weights.h: the directory's safetensors files are opened once (each
+// reader validates its whole header), then the adapter table is walked.
+#include "hf/hf_weights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,23 +16,23 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/rng.h"
-#include "core/timer.h"
 #include "hf/adapter.h"
 #include "hf/export.h"
-#include "hf/tokenizer_files.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "io/staging_dir.h"
-#include "kernels/ops.h"
 #include "model/host_params.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
+#include "model/model_config_json.h"
 
 namespace gossamer::hf {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+std::string describe_hf_model(const HfModelSpec& s) {
+  const model::ModelConfig& c = s.config;
+  return strprintf("%s: %d layers, d_model %d, %d heads, vocab %d", model::family_name(c.family),
+                   c.n_layer, c.d_model, c.n_head, c.vocab_size);
+}
 
 namespace {
 
@@ -123,47 +123,22 @@ bool is_float(io::DType d) {
          d == io::DType::DTYPE_F64;
 }
 
-std::string describe(const HfModelSpec& s) {
-  const model::ModelConfig& c = s.config;
-  return strprintf("%s: %d layers, d_model %d, %d heads, vocab %d", model::family_name(c.family),
-                   c.n_layer, c.d_model, c.n_head, c.vocab_size);
-}
-
 // The checked tensor `name`: present, float, shaped as config.json implies.
 const float* checked_tensor(const HfWeights& w, const std::string& name, const io::Shape& want,
                             const HfModelSpec& spec, std::vector<float>& buf) {
   const io::SafetensorsReader* r = w.find(name);
   GOSSAMER_CHECK(r != nullptr, "%s: missing tensor '%s' (config.json describes %s)",
-                 w.files().c_str(), name.c_str(), describe(spec).c_str());
+                 w.files().c_str(), name.c_str(), describe_hf_model(spec).c_str());
   const io::TensorInfo& t = r->info(name);
   GOSSAMER_CHECK(t.shape == want, "%s: tensor '%s' has shape %s, config.json (%s) implies %s",
                  r->path().c_str(), name.c_str(), io::shape_to_string(t.shape).c_str(),
-                 describe(spec).c_str(), io::shape_to_string(want).c_str());
+                 describe_hf_model(spec).c_str(), io::shape_to_string(want).c_str());
   GOSSAMER_CHECK(is_float(t.dtype), "%s: tensor '%s' has dtype %s, expected a float type",
                  r->path().c_str(), name.c_str(), dtype_name(t.dtype));
   return w.floats(name, buf);
 }
 
 }  // namespace
-
-std::string model_config_difference(const model::ModelConfig& a, const model::ModelConfig& b) {
-  auto d = [](const char* key, auto x, auto y) {
-    std::ostringstream s;
-    if (x == y) return std::string();
-    s << key << ": " << x << " vs " << y;
-    return s.str();
-  };
-  for (const std::string& s :
-       {d("family", enum_name(a.family), enum_name(b.family)), d("n_layer", a.n_layer, b.n_layer),
-        d("n_head", a.n_head, b.n_head), d("d_model", a.d_model, b.d_model),
-        d("vocab_size", a.vocab_size, b.vocab_size), d("max_seq_len", a.max_seq_len, b.max_seq_len),
-        d("n_kv_head", a.n_kv_head_resolved(), b.n_kv_head_resolved()),
-        d("d_ff", a.d_ff_resolved(), b.d_ff_resolved()),
-        // Every family: gpt2 requires the defaults, so they differ only for llama.
-        d("rope_theta", a.rope_theta, b.rope_theta), d("norm_eps", a.norm_eps, b.norm_eps)})
-    if (!s.empty()) return s;
-  return "";
-}
 
 bool is_hf_model_dir(const std::string& path) {
   const fs::path dir(path);
@@ -189,10 +164,10 @@ HfModelSpec read_hf_model_spec(const std::string& hf_dir) {
   auto it = reader.metadata().find(kHfGossamerConfigKey);
   if (it == reader.metadata().end()) return spec;
   try {
-    json m = json::parse(it->second);
-    const model::ModelConfig ours = train::parse_run_config(json{{"model", m}}, st.string()).model;
+    const model::ModelConfig ours =
+        model::model_config_from_json(json::parse(it->second), st.string() + ": model");
     ours.validate();
-    const std::string diff = model_config_difference(ours, spec.config);
+    const std::string diff = model::model_config_difference(ours, spec.config);
     if (diff.empty() && ours.init_std == spec.config.init_std &&
         ours.padded_vocab_resolved() >= ours.vocab_size) {
       spec.config = ours;
@@ -207,7 +182,7 @@ HfModelSpec read_hf_model_spec(const std::string& hf_dir) {
 }
 
 void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::Model& model) {
-  const std::string diff = model_config_difference(spec.config, model.config());
+  const std::string diff = model::model_config_difference(spec.config, model.config());
   GOSSAMER_CHECK(diff.empty(), "%s/config.json: describes another model than the one built (%s)",
                  hf_dir.c_str(), diff.c_str());
   const fs::path dir(hf_dir);
@@ -266,7 +241,8 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
       continue;
     }
     fail("%s: unexpected tensor '%s' (not part of a %s with config.json's settings: %s)",
-         reader->path().c_str(), name.c_str(), family.architecture.c_str(), describe(spec).c_str());
+         reader->path().c_str(), name.c_str(), family.architecture.c_str(),
+         describe_hf_model(spec).c_str());
   }
   host.commit();
   if (!ignored.empty()) {
@@ -277,61 +253,6 @@ void load_hf_weights(const std::string& hf_dir, const HfModelSpec& spec, model::
         "%s%s",
         hf_dir.c_str(), ignored.size(), names.c_str(), ignored.size() > 3 ? ", ..." : "");
   }
-}
-
-void import_hf(const std::string& hf_dir, const std::string& checkpoint_dir, bool force) {
-  Stopwatch watch;
-  const HfModelSpec spec = read_hf_model_spec(hf_dir);
-  const HfTokenizerSource tok = find_hf_tokenizer(hf_dir);
-  auto model = model::make_model(spec.config, 1, 1, kernels::cpu_ops());
-  load_hf_weights(hf_dir, spec, *model);
-  const double t_read = watch.seconds();
-
-  io::StagingDir out(checkpoint_dir, io::CommandOutput{"import-hf", force},
-                     "import-hf: CHECKPOINT_DIR");
-  train::RunConfig rc;
-  rc.model = model->config();
-  rc.data.tokenizer = import_hf_tokenizer(tok, out, "tokenizer");
-  rc.data.seq_len = std::min(rc.data.seq_len, rc.model.max_seq_len);
-  rc.validate();
-  const json resolved = to_json(rc);
-
-  train::write_model_weights(out.path() + "/model.safetensors", model->layout(),
-                             model::HostParamsView(*model).span(), resolved, /*step=*/0);
-  json trainer = train::trainer_state_json(train::initial_trainer_state(rc.train.seed), resolved);
-  trainer["imported_from"] = fs::absolute(hf_dir).lexically_normal().string();
-  out.write_file("trainer.json", trainer.dump(2) + "\n");
-  out.commit();
-  if (tok.kind.empty())
-    log_warn("import-hf: %s has no tokenizer gossamer loads; data.tokenizer is left empty",
-             hf_dir.c_str());
-  log_info("import-hf: wrote %s (%s, %zu parameters, tokenizer %s) in %.2f s (reading %.2f s)",
-           out.final_path().c_str(), describe(spec).c_str(), model->layout().total(),
-           rc.data.tokenizer.empty() ? "none" : rc.data.tokenizer.c_str(), watch.seconds(), t_read);
-}
-
-void init_weights_from(const std::string& path, model::Model& model) {
-  if (is_hf_model_dir(path)) {
-    const HfModelSpec spec = read_hf_model_spec(path);
-    const std::string diff = model_config_difference(spec.config, model.config());
-    GOSSAMER_CHECK(diff.empty(),
-                   "--init-from %s: config.json describes another model than the run's (%s, "
-                   "config.json vs run)",
-                   path.c_str(), diff.c_str());
-    load_hf_weights(path, spec, model);
-    log_info("initialised the weights from Hugging Face directory %s", path.c_str());
-    return;
-  }
-  const std::string ckpt = train::resolve_checkpoint(path);
-  const model::ModelConfig theirs =
-      train::parse_run_config(train::load_checkpoint_config(ckpt), ckpt + "/trainer.json").model;
-  const std::string diff = model_config_difference(theirs, model.config());
-  GOSSAMER_CHECK(diff.empty(),
-                 "--init-from %s: the checkpoint is of another model than the run's (%s, "
-                 "checkpoint vs run)",
-                 ckpt.c_str(), diff.c_str());
-  train::load_model_weights(ckpt, model);
-  log_info("initialised the weights from checkpoint %s", ckpt.c_str());
 }
 
 }  // namespace gossamer::hf

@@ -10,34 +10,14 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "data/data_config.h"
 #include "kernels/cpu/cpu_setup.h"
 #include "model/model_config.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer_config.h"
 #include "optim/parallel_config.h"
 
-namespace gossamer::train {
-
-struct DataConfig {
-  std::string train = "data/web/train_*.bin";
-  std::string val = "data/web/val_*.bin";
-  int seq_len = 64;
-  int micro_batch = 4;
-  bool shuffle = true;
-  std::string tokenizer = "data/tokenizers/gpt2";
-
-  template <class V>
-  void visit(V& v) {
-    v("train", train, "training shards: comma-separated files or glob patterns");
-    v("val", val, "validation shards (\"\" for none)");
-    v("seq_len", seq_len, "tokens per sequence T");
-    v("micro_batch", micro_batch, "sequences per forward/backward on each rank (B)");
-    v("shuffle", shuffle, "visit training windows in a seeded random order each epoch");
-    v("tokenizer", tokenizer,
-      "tokenizer for samples and generate: gpt2:DIR, spm:MODEL_FILE, or a GPT-2 directory "
-      "(encoder.json, vocab.bpe)");
-  }
-};
+namespace gossamer::run {
 
 struct TrainConfig {
   int64_t steps = 100;
@@ -51,6 +31,17 @@ struct TrainConfig {
   int64_t sample_tokens = 64;
   uint64_t seed = 1337;
   std::string out_dir = "runs/default";
+
+  // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
+  // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
+  template <class R>
+  static void resume_keys(R& r) {
+    for (const char* key :
+         {"steps", "eval_every", "eval_batches", "checkpoint_every", "keep_checkpoints",
+          "log_every", "sample_every", "sample_tokens", "out_dir"})
+      r.harmless(key);
+    r.harmless("global_batch_tokens");  // the global batch itself is compared on its own
+  }
 
   template <class V>
   void visit(V& v) {
@@ -81,6 +72,13 @@ struct MetricsConfig {
   bool mfu = true;
   double peak_gflops = 0;
 
+  // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
+  // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
+  template <class R>
+  static void resume_keys(R& r) {
+    r.harmless_section();
+  }
+
   template <class V>
   void visit(V& v) {
     v("mfu", mfu,
@@ -96,7 +94,7 @@ struct MetricsConfig {
 
 struct RunConfig {
   model::ModelConfig model;
-  DataConfig data;
+  data::DataConfig data;
   optim::OptimizerConfig optimizer;
   optim::ScheduleConfig schedule;
   TrainConfig train;
@@ -139,4 +137,4 @@ std::vector<std::string> config_key_paths();
 // Markdown reference of every key with its type, default and documentation.
 std::string config_reference_markdown();
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -1,5 +1,5 @@
 // check_resume_changes (see resume_check.h): a leaf-by-leaf comparison of two resolved configs.
-#include "train/resume_check.h"
+#include "run/resume_check.h"
 
 #include <algorithm>
 #include <string_view>
@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/json_path.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 namespace {
 
@@ -21,51 +21,21 @@ json value_at(const json& config, const std::string& key) {
   return v ? *v : json(nullptr);
 }
 
-// Keys added after checkpoints were first written, with the value every checkpoint without them
-// ran with (the behaviour before the key existed): such a checkpoint compares as having that
-// value, so a default changed later is refused on resume like any other change instead of
-// being taken silently. Keys not listed here compare as "anything" when absent.
-json value_before_key(const std::string& key) {
-  static const std::pair<const char*, json> kBefore[] = {
-      {"optimizer.scape.mask_score", "momentum"},
-      {"optimizer.scape.normaliser", "step"},
-      {"optimizer.scape.error_feedback", "gradient"},
-      {"optimizer.scape.momentum_factor_masking", true},
-      {"optimizer.scape.lazy_weight_decay", false},
-      {"optimizer.scape.residual_keeps_clipped", false},
-      {"optimizer.scape.mask_age_bonus", 0.0},
-      {"optimizer.scape.mask_per_tensor", false},
-      {"optimizer.scape.stale_momentum", false},
-      {"optimizer.scape.sparsity_ramp_steps", 0},
-      {"optimizer.scape.ramp_start_sparsity", 0.75},
-      {"optimizer.smet.ramp_from_start", true},
-  };
-  for (const auto& [k, v] : kBefore)
-    if (key == k) return v;
-  return nullptr;
-}
-
 }  // namespace
 
 json saved_value(const json& saved, const std::string& key) {
   json v = value_at(saved, key);
-  return v.is_null() ? value_before_key(key) : v;
+  if (!v.is_null()) return v;
+  const auto& before = resume_keys().before;
+  auto it = before.find(key);
+  return it == before.end() ? json(nullptr) : it->second;
 }
 
 bool change_is_harmless_on_resume(const std::string& key) {
-  // Whole sections that do not define what is trained, then single keys.
-  for (std::string_view section : {"kernels.", "metrics.", "parallel."})
+  const ResumeKeys& r = resume_keys();
+  for (const std::string& section : r.harmless_sections)
     if (key.starts_with(section)) return true;
-  static const char* const kHarmless[] = {
-      "train.steps", "train.eval_every", "train.eval_batches", "train.checkpoint_every",
-      "train.keep_checkpoints", "train.log_every", "train.sample_every", "train.sample_tokens",
-      "train.out_dir", "data.val", "data.tokenizer",
-      // The per-rank share of the global batch (at another world size); the global batch itself
-      // is compared on its own.
-      "data.micro_batch", "train.global_batch_tokens",
-      // SCAPE's shard blocks split the space over the ranks, like the world size; telemetry.
-      "optimizer.scape.shard_block_kb", "optimizer.scape.log_selection_by_tensor"};
-  return std::find(std::begin(kHarmless), std::end(kHarmless), key) != std::end(kHarmless);
+  return std::find(r.harmless.begin(), r.harmless.end(), key) != r.harmless.end();
 }
 
 void check_resume_changes(const json& saved, const json& now, int64_t saved_tokens_per_step,
@@ -77,7 +47,7 @@ void check_resume_changes(const json& saved, const json& now, int64_t saved_toke
   auto is_allowed = [&](const std::string& key) {
     return std::find(allowed.begin(), allowed.end(), key) != allowed.end();
   };
-  // A checkpoint's optimizer state is its method's (train/optimizer_state_file.h): no
+  // A checkpoint's optimizer state is its method's (run/optimizer_state_file.h): no
   // --allow-change makes another method continue from it.
   const json saved_method = value_at(saved, "optimizer.name");
   const json method = value_at(now, "optimizer.name");
@@ -119,4 +89,4 @@ void check_resume_changes(const json& saved, const json& now, int64_t saved_toke
   }
 }
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -1,5 +1,5 @@
 // ops_for_run(), GpuClaim and make_buffer_communicator() (see device_ops.h).
-#include "train/device_ops.h"
+#include "run/device_ops.h"
 
 #include <atomic>
 #include <string>
@@ -15,7 +15,7 @@
 #include "comm/nccl_communicator.h"
 #endif
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 namespace {
 std::atomic<bool> g_gpu_claimed{false};  // the one process-wide flag: see GpuClaim
@@ -73,4 +73,4 @@ std::unique_ptr<comm::Communicator> make_buffer_communicator(comm::Backend backe
   return comm;
 }
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

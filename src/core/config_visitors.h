@@ -1,7 +1,9 @@
 // The visitors that turn a config section's visit() list into strict JSON parsing, the
-// resolved-config JSON and the reference docs (run_config.h describes the protocol a section's
-// visit() follows). Internal to src/train (run_config.cpp); header-only because the visitors
-// are templates over the section types.
+// resolved-config JSON and the reference docs (run/run_config.h describes the protocol a
+// section's visit() follows). Generic over the section types, so that each layer can read and
+// write its own section (model/model_config.h, run/run_config.cpp); header-only because the
+// visitors are templates. A field type other than bool, numbers, strings and named enums says
+// how it is read, written and named by specialising ConfigValue (optim/local_steps_config.h).
 // Invariant: every key a reader accepts is a key its section declares; a key it does not know,
 // a key that moved, a wrong JSON type, an out-of-range integer, an unknown enum name and a
 // subsection the section does not use are errors naming the JSON path.
@@ -20,16 +22,24 @@
 
 #include "core/enum_names.h"
 #include "core/error.h"
-#include "optim/local_steps_config.h"
 
-namespace gossamer::train::config_detail {
+namespace gossamer::config_detail {
 
 using nlohmann::json;
 
+// Specialised for a field type of another layer: static std::string type_name(),
+// static T from_json(const json&, const std::string& where), static json to_json(const T&).
+template <class T>
+struct ConfigValue;
+template <class T>
+concept CustomConfigValue = requires {
+  ConfigValue<T>::type_name();
+};
+
 template <class T>
 std::string type_name() {
-  if constexpr (std::is_same_v<T, optim::LocalSteps>)
-    return "an integer or list of integers (one per rank)";
+  if constexpr (CustomConfigValue<T>)
+    return ConfigValue<T>::type_name();
   else if constexpr (NamedEnum<T>)
     return "a string, one of " + enum_choices<T>();
   else if constexpr (std::is_same_v<T, bool>)
@@ -88,17 +98,8 @@ T convert(const json& j, const std::string& where) {
     fail("%s: expected %s, found %s", where.c_str(), type_name<T>().c_str(),
          describe_json(j).c_str());
   };
-  if constexpr (std::is_same_v<T, optim::LocalSteps>) {
-    optim::LocalSteps steps{{}};
-    if (!j.is_array() && !j.is_number()) mismatch();
-    if (j.is_array()) {
-      if (j.empty()) mismatch();
-      for (size_t i = 0; i < j.size(); ++i)
-        steps.values.push_back(convert<int64_t>(j[i], where + "[" + std::to_string(i) + "]"));
-    } else {
-      steps.values.push_back(convert<int64_t>(j, where));
-    }
-    return steps;
+  if constexpr (CustomConfigValue<T>) {
+    return ConfigValue<T>::from_json(j, where);
   } else if constexpr (NamedEnum<T>) {
     if (!j.is_string()) mismatch();
     const auto value = enum_from_name<T>(j.get<std::string>());
@@ -130,8 +131,8 @@ T convert(const json& j, const std::string& where) {
 
 template <class T>
 json to_json_value(const T& field) {
-  if constexpr (std::is_same_v<T, optim::LocalSteps>)
-    return field.per_rank() ? json(field.values) : json(field.values.front());
+  if constexpr (CustomConfigValue<T>)
+    return ConfigValue<T>::to_json(field);
   else if constexpr (NamedEnum<T>)
     return std::string(enum_name(field));
   else
@@ -247,4 +248,21 @@ struct KeyLister {
   void moved(const char*, const char*) {}
 };
 
-}  // namespace gossamer::train::config_detail
+// A section's JSON object (its fields and the subsections in use).
+template <class S>
+json section_to_json(S& section) {
+  json obj = json::object();
+  SectionWriter w{obj};
+  section.visit(w);
+  return obj;
+}
+
+// A section read strictly from a JSON object; `where` ("file: model") prefixes every error.
+template <class S>
+S section_from_json(const json& j, const std::string& where) {
+  S section;
+  SectionReader::read_section(j, where, section);
+  return section;
+}
+
+}  // namespace gossamer::config_detail

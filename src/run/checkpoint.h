@@ -1,7 +1,7 @@
 // Checkpoints: a directory <run>/checkpoints/step_NNNNNNNN holding
 //   model.safetensors      fp32 parameters by name (world-size independent)
 //   optimizer.safetensors  the optimizer's state of every rank, by scope and dtype
-//                          (train/optimizer_state_file.h)
+//                          (run/optimizer_state_file.h)
 //   trainer.json           step, data-loader position, RNG state, tokens seen, resolved config,
 //                          and each safetensors file named by its checksums (files mixed across
 //                          checkpoints are refused); each file's metadata names its step
@@ -23,7 +23,7 @@
 #include "model/model.h"
 #include "optim/optimizer.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 constexpr int kCheckpointFormatVersion = 1;
 
@@ -52,7 +52,7 @@ nlohmann::json trainer_state_json(const TrainerState& state, const nlohmann::jso
 // Writes a checkpoint for `state.step` under run_dir/checkpoints and returns its path.
 // model.safetensors holds `weights` (the model's parameters, or the optimizer's evaluation
 // weights when its replicas differ). Collective over `comm`: every rank calls it; the
-// optimizer's state is gathered (train/optimizer_state_file.h) and rank 0 writes the directory
+// optimizer's state is gathered (run/optimizer_state_file.h) and rank 0 writes the directory
 // (other ranks return "").
 std::string save_checkpoint(const std::string& run_dir, const model::ParamLayout& layout,
                             std::span<const float> weights, optim::Optimizer& optimizer,
@@ -99,11 +99,11 @@ TrainerState read_checkpoint_trainer_state(const std::string& checkpoint_dir);
 
 // Loads parameters into the model (shapes must match the model's layout).
 void load_model_weights(const std::string& checkpoint_dir, model::Model& model);
-// Loads this rank's optimizer state (train/optimizer_state_file.h: sharded state loads at any
+// Loads this rank's optimizer state (run/optimizer_state_file.h: sharded state loads at any
 // world size, per-rank state only at the one it was saved at) and the trainer state.
 void load_training_state(const std::string& checkpoint_dir, optim::Optimizer& optimizer,
                          TrainerState& state, int rank = 0, int world = 1);
 // The resolved run config stored in the checkpoint's trainer.json.
 nlohmann::json load_checkpoint_config(const std::string& checkpoint_dir);
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -5,19 +5,31 @@
 // warning); every other key (the run's length, evaluation, logging, checkpoints, samples,
 // threads, sharding and communication, the per-rank micro-batch at another world size) may
 // change and is logged.
-// A key the checkpoint predates compares as the behaviour it ran with where that is recorded
-// (resume_check.cpp: value_before_key), so changing a default later cannot slip through.
+// A key the checkpoint predates compares as the behaviour it ran with where its section records
+// it (resume_keys), so changing a default later cannot slip through. Each section says both
+// things of its own keys (a static resume_keys(), e.g. optim/scape_config.h).
 // Invariant: a resume with an unlisted change of definition is an error naming the key and both
 // values, before the run directory is touched.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-namespace gossamer::train {
+namespace gossamer::run {
+
+struct ResumeKeys {
+  std::map<std::string, nlohmann::json> before;  // dotted key -> what older checkpoints ran with
+  std::vector<std::string> harmless;             // dotted keys
+  std::vector<std::string> harmless_sections;    // "kernels.", ...
+};
+
+// What the run config's sections declare (run_config.cpp); every key named is a config key
+// (checked when first built: an error names the section's key).
+const ResumeKeys& resume_keys();
 
 // Whether a change of this config key leaves the run the same run (see above).
 bool change_is_harmless_on_resume(const std::string& key);
@@ -34,4 +46,4 @@ void check_resume_changes(const nlohmann::json& saved, const nlohmann::json& now
                           int64_t saved_tokens_per_step, int64_t tokens_per_step,
                           const std::vector<std::string>& allowed);
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -13,7 +13,7 @@
 #include "kernels/cpu/cpu_setup.h"
 #include "kernels/ops.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 // `local_rank`: this process's rank among the ranks of its node (0 for a single process).
 // `key` names the setting in errors and the log (a command-line flag where one chose the device).
@@ -40,4 +40,4 @@ class GpuClaim {
 // waits on the device for the work already issued to the CUDA ops' stream.
 std::unique_ptr<comm::Communicator> make_buffer_communicator(comm::Backend backend);
 
-}  // namespace gossamer::train
+}  // namespace gossamer::run

@@ -1,6 +1,6 @@
 // run_eval(): loads the model, evaluates every window of the shards once, then the
 // multiple-choice file, and prints the summary.
-#include "eval/eval_command.h"
+#include "commands/eval_command.h"
 
 #include <cmath>
 #include <cstdio>
@@ -13,15 +13,15 @@
 #include "core/timer.h"
 #include "data/loader.h"
 #include "eval/evaluate.h"
-#include "eval/model_source.h"
 #include "eval/multiple_choice.h"
-#include "hf/import.h"
-#include "train/run_config.h"
+#include "model/model_config_json.h"
+#include "run/model_source.h"
+#include "run/run_config.h"
 
-namespace gossamer::eval {
+namespace gossamer::commands {
 
 int run_eval(const EvalOptions& o) {
-  const train::RunConfig config = train::load_run_config(o.config, o.sets);
+  const run::RunConfig config = run::load_run_config(o.config, o.sets);
   // The validation loss over data.val by default; with --hellaswag only when --data asks for
   // it too (the multiple choice alone is what was asked for).
   const std::string shards = !o.data.empty() ? o.data : o.choices.empty() ? config.data.val : "";
@@ -41,17 +41,17 @@ int run_eval(const EvalOptions& o) {
   if (!shards.empty())
     loader.emplace(data::expand_shard_patterns(shards), T, config.train.seed, false,
                    uint32_t(config.model.vocab_size));
-  std::vector<ChoiceExample> examples;
-  if (!o.choices.empty()) examples = read_choice_jsonl(o.choices);
+  std::vector<eval::ChoiceExample> examples;
+  if (!o.choices.empty()) examples = eval::read_choice_jsonl(o.choices);
   int max_endings = 0;
-  for (const ChoiceExample& e : examples)
+  for (const eval::ChoiceExample& e : examples)
     max_endings = std::max(max_endings, int(e.endings.size()));
 
   const int max_seq = examples.empty() ? T : config.model.max_seq_len;
-  LoadedModel m = load_model_for_inference(o.checkpoint, std::max(B, max_endings), max_seq,
-                                           config.data.tokenizer, !examples.empty(),
-                                           config.kernels.device, "kernels.device");
-  const std::string diff = hf::model_config_difference(config.model, m.config.model);
+  run::LoadedModel m = run::load_model_for_inference(
+      o.checkpoint, std::max(B, max_endings), max_seq, config.data.tokenizer, !examples.empty(),
+      config.kernels.device, "kernels.device");
+  const std::string diff = model::model_config_difference(config.model, m.config.model);
   GOSSAMER_CHECK(diff.empty(), "%s: the config's model differs from the checkpoint %s (%s)",
                  o.config.c_str(), m.path.c_str(), diff.c_str());
   log_info("eval: model %s (%s, %zu parameters)", m.path.c_str(),
@@ -65,7 +65,8 @@ int run_eval(const EvalOptions& o) {
                    shards.c_str(), T + 1);
     Stopwatch w;
     HostBuffer<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
-    const EvalResult r = evaluate(*m.model, *loader, B, 0, inputs.data(), targets.data());
+    const eval::EvalResult r =
+        eval::evaluate(*m.model, *loader, B, 0, inputs.data(), targets.data());
     log_info("eval: %lld windows of %d tokens from %s in %.1f s", (long long)r.windows, T + 1,
              shards.c_str(), w.seconds());
     out["data"] = shards;
@@ -78,7 +79,8 @@ int run_eval(const EvalOptions& o) {
   }
   if (!examples.empty()) {
     Stopwatch w;
-    const ChoiceResult r = evaluate_choices(*m.model, *m.tokenizer, examples, o.choice_limit);
+    const eval::ChoiceResult r =
+        eval::evaluate_choices(*m.model, *m.tokenizer, examples, o.choice_limit);
     log_info("eval: %lld multiple-choice examples from %s in %.1f s", (long long)r.examples,
              o.choices.c_str(), w.seconds());
     out["hellaswag_file"] = o.choices;
@@ -95,4 +97,4 @@ int run_eval(const EvalOptions& o) {
   return 0;
 }
 
-}  // namespace gossamer::eval
+}  // namespace gossamer::commands

@@ -1,6 +1,7 @@
 // Strict JSON <-> RunConfig, driven by the sections' visit() lists (see run_config.h).
-#include "train/run_config.h"
+#include "run/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -10,11 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config_visitors.h"
 #include "core/error.h"
 #include "io/json_file.h"
-#include "train/config_visitors.h"
+#include "optim/local_steps_value.h"
+#include "run/resume_check.h"
 
-namespace gossamer::train {
+namespace gossamer::run {
 
 using nlohmann::json;
 
@@ -40,10 +43,7 @@ struct ConfigWriter {
   json& root;
   template <class S>
   void section(const char* name, S& s) {
-    json obj = json::object();
-    config_detail::SectionWriter w{obj};
-    s.visit(w);
-    root[name] = std::move(obj);
+    root[name] = config_detail::section_to_json(s);
   }
 };
 
@@ -221,4 +221,60 @@ void RunConfig::validate(int world) const {
   GOSSAMER_CHECK(metrics.peak_gflops >= 0, "metrics.peak_gflops: must be >= 0");
 }
 
-}  // namespace gossamer::train
+namespace {
+
+// Collects the sections' resume_keys() under their dotted prefix, walking the subsections.
+struct ResumeKeyCollector {
+  ResumeKeys& out;
+  std::string prefix;  // "optimizer.scape."
+
+  template <class T>
+  void added_later(const char* key, const T& value) {
+    out.before[prefix + key] = config_detail::to_json_value(value);
+  }
+  void harmless(const char* key) { out.harmless.push_back(prefix + key); }
+  void harmless_section() { out.harmless_sections.push_back(prefix); }
+
+  template <class S>
+  void collect(S& section) {
+    if constexpr (requires { S::resume_keys(*this); }) S::resume_keys(*this);
+    section.visit(*this);
+  }
+  // The visitor protocol (run_config.h): fields say nothing; subsections are walked.
+  template <class T>
+  void operator()(const char*, T&, std::string_view) {}
+  template <class S>
+  void subsection(const char* key, S& sub, std::string_view, const std::string&) {
+    ResumeKeyCollector{out, prefix + key + "."}.collect(sub);
+  }
+  void moved(const char*, const char*) {}
+  template <class S>
+  void section(const char* name, S& s) {
+    ResumeKeyCollector{out, std::string(name) + "."}.collect(s);
+  }
+};
+
+ResumeKeys collect_resume_keys() {
+  ResumeKeys r;
+  RunConfig defaults;
+  ResumeKeyCollector collector{r, ""};
+  defaults.visit_sections(collector);
+  const std::vector<std::string> keys = config_key_paths();
+  auto known = [&](const std::string& k) {
+    return std::find(keys.begin(), keys.end(), k) != keys.end();
+  };
+  for (const auto& [key, value] : r.before)
+    GOSSAMER_CHECK(known(key), "resume_keys: added_later(\"%s\") is not a config key", key.c_str());
+  for (const std::string& key : r.harmless)
+    GOSSAMER_CHECK(known(key), "resume_keys: harmless(\"%s\") is not a config key", key.c_str());
+  return r;
+}
+
+}  // namespace
+
+const ResumeKeys& resume_keys() {
+  static const ResumeKeys keys = collect_resume_keys();
+  return keys;
+}
+
+}  // namespace gossamer::run

@@ -1,0 +1,52 @@
+// CommConfig: the communicator's keys of a run config's `parallel` section (backend, timeout,
+// lossless compression and its cost model). The comm layer owns them; optim::ParallelConfig
+// adds the data-parallel optimizers' keys, and run/run_communicators.h builds from them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/communicator.h"
+#include "comm/zip/compression_policy.h"
+#include "comm/zip/zip_communicator.h"
+
+namespace gossamer::comm {
+
+struct CommConfig {
+  Backend backend = Backend::BACKEND_AUTO;
+  double timeout_s = 300;
+  zip::Compression compression = zip::Compression::COMPRESSION_OFF;
+  int64_t compression_min_bytes = int64_t{256} << 10;
+  double link_gbps = 0;
+  double codec_gbps = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v("backend", backend,
+      "communicator: auto (nccl for device buffers with a GPU; for host buffers mpi under "
+      "mpirun/srun, else single)");
+    v("timeout_s", timeout_s,
+      "a collective blocked longer than this ends the job naming the rank and step (0: never)");
+    v("compression", compression,
+      "lossless compression of sum all-reduces, sum reduce-scatters and all-gathers of bf16/fp32 "
+      "(host buffers; docs/COMM.md): off (the backend's own collectives), plain (the "
+      "compressing decorator's algorithms without compression: the same bits as on), on, "
+      "adaptive (per call, compressed or the backend's own, from the cost model)");
+    v("compression_min_bytes", compression_min_bytes,
+      "messages smaller than this are never compressed (on: sent plain; adaptive: the backend's "
+      "own collective)");
+    v("link_gbps", link_gbps,
+      "the link's bandwidth in GB/s for the adaptive cost model (0: measured at start-up, the "
+      "minimum over ranks)");
+    v("codec_gbps", codec_gbps,
+      "the codec's encode/decode throughput in GB/s for the adaptive cost model (0: measured at "
+      "start-up, the minimum over ranks; set it and link_gbps to make the choices, and so the "
+      "bits, reproducible from run to run)");
+  }
+  // Errors name the key under `path` ("parallel.").
+  void validate(const std::string& path) const;
+  // The decorator's options from compression, compression_min_bytes, link_gbps and codec_gbps.
+  zip::ZipOptions zip_options() const;
+};
+
+}  // namespace gossamer::comm
