@@ -99,6 +99,10 @@ class SafetensorsReader {
   // Checks that tensor `name` has exactly dtype `want` and shape `want_shape`, then copies its
   // nbytes() into dst. Errors: "tensor X in FILE has shape [..], expected [..]" (same for dtype).
   void read_into(const std::string& name, DType want, const Shape& want_shape, void* dst) const;
+  // The same checks, then elements [first, first + count) only (of the flattened tensor): what a
+  // rank reads of a sharded tensor, without a copy of the whole. A range past the end throws.
+  void read_range_into(const std::string& name, DType want, const Shape& want_shape, size_t first,
+                       size_t count, void* dst) const;
   // Returns the values converted to T (float, double, int32_t or int64_t). Float targets accept
   // any float or integer dtype (F64 -> float rounds to nearest); integer targets accept integer
   // dtypes only, and each value must fit T. The second form also checks the shape.

@@ -266,6 +266,25 @@ void SafetensorsReader::read_into(const std::string& name, DType want, const Sha
   if (t.nbytes() > 0) std::memcpy(dst, buffer_ + t.begin, t.nbytes());
 }
 
+void SafetensorsReader::read_range_into(const std::string& name, DType want,
+                                        const Shape& want_shape, size_t first, size_t count,
+                                        void* dst) const {
+  const TensorInfo& t = info(name);
+  if (t.dtype != want) {
+    fail("tensor '%s' in '%s' has dtype %s, expected %s", name.c_str(), path_.c_str(),
+         dtype_name(t.dtype), dtype_name(want));
+  }
+  if (t.shape != want_shape) {
+    fail("tensor '%s' in '%s' has shape %s, expected %s", name.c_str(), path_.c_str(),
+         shape_to_string(t.shape).c_str(), shape_to_string(want_shape).c_str());
+  }
+  const size_t numel = size_t(t.numel()), es = dtype_size(t.dtype);
+  GOSSAMER_CHECK(first <= numel && count <= numel - first,
+                 "tensor '%s' in '%s': elements [%zu, %zu) asked of %zu", name.c_str(),
+                 path_.c_str(), first, first + count, numel);
+  if (count > 0) std::memcpy(dst, buffer_ + t.begin + first * es, count * es);
+}
+
 template <class T>
 std::vector<T> SafetensorsReader::read_as(const std::string& name, const Shape& want_shape) const {
   const TensorInfo& t = info(name);

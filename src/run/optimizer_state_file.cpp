@@ -113,6 +113,16 @@ void load_summed_rows(const io::SafetensorsReader& reader, const StateTensor& s,
 // any world size and bucket size loads it.
 void load_sharded(const io::SafetensorsReader& reader, const StateTensor& s) {
   const size_t esize = optim::state_dtype_size(s.dtype);
+  if (s.layout && reader.info(s.name).dtype == file_dtype(s.dtype)) {
+    // This rank's pieces straight from the mapped file: no copy of the whole tensor.
+    const io::Shape shape = {int64_t(s.total)};
+    reader.read_range_into(s.name, file_dtype(s.dtype), shape, 0, 0, nullptr);  // checks only
+    for (const optim::ShardPiece& p : s.layout->pieces(s.rank))
+      reader.read_range_into(s.name, file_dtype(s.dtype), shape, p.begin, p.size(),
+                             static_cast<uint8_t*>(s.data) + p.local * esize);
+    return;
+  }
+  // Replicated state, or a file that holds integer state as F32 (converted whole).
   std::vector<uint8_t> whole(s.total * esize);
   read_state_tensor(reader, s.name, s.dtype, s.total, whole.data());
   if (!s.layout) {

@@ -37,7 +37,7 @@ class RunCommunicators {
   comm::Communicator* control_if_alive() { return control_.get(); }
 
  private:
-  const optim::ParallelConfig& parallel_;
+  const optim::ParallelConfig parallel_;  // a copy: the run config moves on to the run
   bool nccl_for_buffers_ = false;
   std::unique_ptr<comm::Communicator> control_;
   std::unique_ptr<comm::Communicator> buffers_;

@@ -61,11 +61,22 @@ record_case "rank 1 hangs at step 3 (2 ranks)" $RC "$(grep -m1 -oE "$hang_line" 
   | sed -E 's/(of) [0-9]+ (bytes)/\1 N \2/; s/was [a-z_]+ \(step [0-9]+\)/was OP (step S)/')" \
   GOSSAMER_FAULT=hang:1:3 mpirun -np 2 gossamer train ... --set parallel.timeout_s=5
 
+# start_job NAME STEP ARGS...: a 2-rank training into $WORK/NAME in the background (output in
+# NAME.log, exit status in NAME.rc once it ends); waits until its checkpoint STEP exists, then
+# sets RANK1 to rank 1's pid (empty if not found).
+start_job() {
+  local name="$1" step="$2"; shift 2
+  (rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 "$@" \
+    --out "$WORK/$name" >"$WORK/$name.log" 2>&1 || rc=$?; echo $rc >"$WORK/$name.rc") &
+  local ckpt
+  ckpt="$(printf '%s/%s/checkpoints/step_%08d' "$WORK" "$name" "$step")"
+  for _ in $(seq 1 120); do [[ -d "$ckpt" ]] && break; sleep 0.5; done
+  RANK1="$(rank_pid "$WORK/$name" 1 | head -1)"
+}
+
 # SIGSTOP one rank: it cannot answer; the other names it.
-(rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 --set parallel.timeout_s=4 \
-  --out "$WORK/stop" >"$WORK/stop.log" 2>&1 || rc=$?; echo $rc >"$WORK/stop.rc") &
-for _ in $(seq 1 120); do [[ -d "$WORK/stop/checkpoints/step_00000002" ]] && break; sleep 0.5; done
-stopped="$(rank_pid "$WORK/stop" 1 | head -1)"
+start_job stop 2 --set parallel.timeout_s=4
+stopped="$RANK1"
 if [[ -z "$stopped" ]]; then
   fail "stop: could not find rank 1"
 else
@@ -85,12 +96,8 @@ fi
 pkill -9 -f -- "--out $WORK/stop" 2>/dev/null || true
 
 # SIGKILL one rank while training runs.
-(rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 --out "$WORK/kill" >"$WORK/kill.log" 2>&1 || rc=$?; echo $rc >"$WORK/kill.rc") &
-for _ in $(seq 1 120); do
-  [[ -d "$WORK/kill/checkpoints/step_00000004" ]] && break
-  sleep 0.5
-done
-victim="$(rank_pid "$WORK/kill" 1 | head -1)"
+start_job kill 4
+victim="$RANK1"
 if [[ -z "$victim" ]]; then
   fail "kill: could not find rank 1"
 else

@@ -197,6 +197,36 @@ TEST(Safetensors, MetadataRoundTrip) {
   EXPECT_TRUE(contains(msg, path)) << msg;
 }
 
+// A rank's pieces of a sharded tensor, read without a copy of the whole: every range equals the
+// same elements of read_into's copy; the checks are read_into's; a range past the end throws.
+TEST(Safetensors, ReadRangeIntoReadsOnlyTheRange) {
+  TempDir dir;
+  const std::string path = dir.file("range.safetensors");
+  std::vector<int32_t> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t(i * 37 % 1001);
+  float pad = 2.0f;
+  SafetensorsWriter w;
+  w.add("pad", DType::DTYPE_F32, {1}, &pad);  // the tensor does not start the data
+  w.add("v", DType::DTYPE_I32, {1000}, v.data());
+  w.write(path);
+  SafetensorsReader r(path);
+  for (auto [first, count] :
+       {std::pair<size_t, size_t>{0, 1000}, {0, 1}, {999, 1}, {123, 456}, {1000, 0}, {500, 0}}) {
+    std::vector<int32_t> got(count + 1, -7);
+    r.read_range_into("v", DType::DTYPE_I32, {1000}, first, count, got.data());
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], v[first + i]) << first << "+" << i;
+    EXPECT_EQ(got[count], -7) << "wrote past the range";
+  }
+  int32_t one = 0;
+  std::string msg =
+      one_line_error([&] { r.read_range_into("v", DType::DTYPE_I32, {1000}, 999, 2, &one); });
+  EXPECT_TRUE(contains(msg, "[999, 1001) asked of 1000")) << msg;
+  msg = one_line_error([&] { r.read_range_into("v", DType::DTYPE_F32, {1000}, 0, 1, &one); });
+  EXPECT_TRUE(contains(msg, "has dtype I32, expected F32")) << msg;
+  msg = one_line_error([&] { r.read_range_into("v", DType::DTYPE_I32, {999}, 0, 1, &one); });
+  EXPECT_TRUE(contains(msg, "has shape")) << msg;
+}
+
 TEST(Safetensors, OnlyMetadataNoTensors) {
   TempDir dir;
   const std::string path = dir.file("none.safetensors");
