@@ -74,8 +74,12 @@ else
   grep -q "egress caps: rank 0 100mbit, rank 1 20mbit" "$WORK/a2.log" && pass "banner shows rank 1 at 20mbit" || fail "banner lacks the per-rank caps"
   fast="$(field "$WORK/a2.log" "0->1" mbit_per_s)" slow="$(field "$WORK/a2.log" "1->0" mbit_per_s)"
   within "${slow:-0}" 12 22 && pass "--rate-rank 1=20mbit: 1->0 $slow Mbit/s" || fail "--rate-rank 1=20mbit: 1->0 ${slow:-?} Mbit/s, expected 12-22"
+  # Rank 0 keeps its own cap, not rank 1's: its egress is well above 20 Mbit/s and within 100 (+10%).
+  # (Not a fixed ratio: on a busy machine, ctest -j 2, the 100 Mbit/s link measured 69.)
   ratio="$(awk -v f="${fast:-0}" -v s="${slow:-0}" 'BEGIN { printf "%.2f", (s > 0 ? f / s : 0) }')"
-  within "$ratio" 4 6 && pass "rank 0's egress ($fast) is ${ratio}x rank 1's ($slow)" || fail "rank 0 / rank 1 egress ratio $ratio ($fast / $slow), expected 4-6"
+  within "$ratio" 2.5 6 && within "${fast:-0}" 50 110 \
+    && pass "rank 0's egress ($fast Mbit/s) is ${ratio}x rank 1's ($slow)" \
+    || fail "rank 0's egress $fast Mbit/s, ${ratio}x rank 1's ($slow): expected 50-110 and 2.5-6x"
 fi
 check_clean "after --rate-rank" "$(run_id "$WORK/a2.log")"
 
