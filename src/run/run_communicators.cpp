@@ -31,7 +31,6 @@ void RunCommunicators::check_compression(bool device_buffers) const {
 
 void RunCommunicators::attach_buffers(bool device_buffers, const BufferFactory& factory) {
   if (device_buffers) {
-    check_compression(device_buffers);
     buffers_ = factory ? factory(*control_) : make_buffer_communicator(parallel_.backend);
     buffers_->set_timeout(parallel_.timeout_s);
     return;

@@ -27,8 +27,9 @@ class RunCommunicators {
   // parallel.compression when the buffers live in device memory at several ranks.
   void check_compression(bool device_buffers) const;
 
-  // After the ops are chosen: the buffers' communicator (`factory`, or NCCL when null) for
-  // device buffers at several ranks; else the compression decorator around the control one.
+  // After check_compression and the ops: the buffers' communicator (`factory`, or NCCL when
+  // null) for device buffers at several ranks; else the compression decorator around the
+  // control one.
   void attach_buffers(bool device_buffers, const BufferFactory& factory);
 
   comm::Communicator& control() { return *control_; }
