@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/median.h"
 #include "kernels/cpu/gemm.h"
 
+using gossamer::median;
 using gossamer::kernels::cpu::GemmBackend;
 namespace cpu = gossamer::kernels::cpu;
 
@@ -157,12 +159,6 @@ std::string loadavg() {
   std::string s = line;
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Buffers {

@@ -30,6 +30,7 @@
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/median.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/loader.h"
@@ -106,11 +107,6 @@ double exponent_entropy(const DataSet& d) {
       h -= p * std::log2(p);
     }
   return h;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 // Median seconds of `iters` runs of f after `warmup` untimed ones.

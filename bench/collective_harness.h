@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/median.h"
 
 namespace gossamer::bench {
 
@@ -135,12 +136,6 @@ inline bool element_equals(const uint8_t* p, bool bf16, size_t i, float v) {
     return h == float_to_bf16(v);
   }
   return std::memcmp(p + 4 * i, &v, 4) == 0;
-}
-
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 // One row of a collective's table.

@@ -17,6 +17,7 @@
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/median.h"
 #include "core/memory_usage.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -28,13 +29,6 @@
 #include "train/train_step.h"
 
 namespace gossamer::bench {
-
-namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-}  // namespace
 
 int run_train_bench(run::RunConfig config, const BenchOptions& options) {
   config.parallel.validate();

@@ -2,6 +2,9 @@
 # Installs every Debian package gossamer needs to build, test and run on the CPU.
 # Idempotent: packages already present are skipped; apt-get update runs only when
 # something is missing. Options (any order):
+#   --train-only  only what building the `gossamer` binary and running the quickstart need
+#            (scripts/quickstart.sh and the README's "Using it"): no GoogleTest, clang-format
+#            or local Slurm
 #   --dev    also the PyTorch reference used to regenerate golden test files (not needed to
 #            build or test)
 #   --study  also the sources of the study corpus (scripts/get-corpus.sh study, which runs this
@@ -10,28 +13,34 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+# Building and running the trainer (the quickstart's set).
 packages=(
   build-essential cmake pkg-config ninja-build
   libopenmpi-dev openmpi-bin
   libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev sentencepiece
-  libgtest-dev libgmock-dev clang-format
   python3-matplotlib python3-numpy
   diatheke sword-text-web
-  slurmd slurmctld slurm-client munge libpmix-dev  # local Slurm (scripts/slurm-local.sh); its mpi/pmix dlopens libpmix.so
-
-  iproute2
   libzstd-dev liblz4-dev  # `gossamer bench codec` compares the zip codec with zstd and lz4
+  iproute2  # ip and tc: scripts/emulate-network.sh
+)
+# Testing and the tools around it.
+test_packages=(
+  libgtest-dev libgmock-dev clang-format
+  slurmd slurmctld slurm-client munge libpmix-dev  # local Slurm (scripts/slurm-local.sh); its mpi/pmix dlopens libpmix.so
 )
 study=0
+train_only=0
 for arg in "$@"; do
   case "$arg" in
+    --train-only) train_only=1 ;;
     --dev) packages+=(python3-torch) ;;
     --study) study=1; packages+=(linux-source-6.1 python3.11-doc) ;;
-    *) echo "usage: scripts/install-deps.sh [--dev] [--study]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--train-only] [--dev] [--study]" >&2; exit 2 ;;
   esac
 done
+((train_only)) || packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

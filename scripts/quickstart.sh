@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
-# The main job from a fresh clone: installs dependencies, builds, prepares the default corpus
-# (World English Bible, GPT-2 BPE), trains a small GPT-2 on the CPU for a few minutes into
-# runs/quickstart/, then prints the validation loss, a text sample and the loss-curve PNG path;
-# then trains the same model on 2 ranks with dense AdamW (ZeRO-1) and with SCAPE-99 (a sweep,
-# configs/sweeps/quickstart-2ranks.json) and prints them side by side: validation loss, bytes
-# sent per step and step time.
+# The main job from a fresh clone: installs the Debian packages the trainer needs, builds the
+# `gossamer` binary alone, prepares the default corpus (World English Bible, GPT-2 BPE), trains
+# a small GPT-2 on the CPU (configs/quickstart.json, 300 steps) into runs/quickstart/, then
+# prints the validation loss, a text sample and the loss-curve PNG path.
+#   bash scripts/quickstart.sh [--compare]
+# --compare: then also trains the same model on 2 ranks with dense AdamW (ZeRO-1) and with
+# SCAPE-99 (a sweep, configs/sweeps/quickstart-2ranks.json) and prints them side by side:
+# validation loss, bytes sent per step and step time (about 4 more minutes on 2 cores).
 # Idempotent: every step skips what is done, except training, which starts afresh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+compare=0
+for arg in "$@"; do
+  case "$arg" in
+    --compare) compare=1 ;;
+    *) echo "usage: scripts/quickstart.sh [--compare]" >&2; exit 2 ;;
+  esac
+done
 
 # Each phase's start, with the seconds since this script began.
 phase() { echo "== $1 ($(date -u +%T) UTC, ${SECONDS} s in) =="; }
-phase "installing dependencies"
-bash scripts/install-deps.sh
+phase "installing dependencies (the trainer's; scripts/test.sh installs the test tools)"
+bash scripts/install-deps.sh --train-only
+# A first configuration builds what the main job runs: no tests, and no CUDA kernels on a
+# machine without a GPU. An existing build/ keeps its configuration (scripts/test.sh turns the
+# tests and CUDA back on).
+configure=()
+if [[ ! -f build/CMakeCache.txt ]]; then
+  configure=(-DGOSSAMER_TESTS=OFF)
+  if nvidia-smi -L >/dev/null 2>&1; then
+    echo "quickstart: a GPU is visible (nvidia-smi -L): CUDA kernels as CMake finds them"
+  else
+    echo "quickstart: no GPU visible (nvidia-smi -L): configuring with -DGOSSAMER_CUDA=OFF"
+    configure+=(-DGOSSAMER_CUDA=OFF)
+  fi
+fi
 phase "building the gossamer binary (only it: the tests build with scripts/test.sh)"
-bash scripts/build.sh --target gossamer
+bash scripts/build.sh --target gossamer "${configure[@]}"
 phase "preparing the data"
 bash scripts/prepare-data.sh web
 
@@ -32,6 +54,14 @@ echo "validation loss: $first before training -> $last after (nats/token)"
 echo "loss curve: $RUN/loss.png"
 echo "sample (prompt \"And God said\"):"
 build/bin/gossamer generate --checkpoint "$RUN" --prompt "And God said" --tokens 60 --seed 1 2>/dev/null
+
+if ((!compare)); then
+  echo
+  echo "next: scripts/quickstart.sh --compare adds AdamW (ZeRO-1) against SCAPE-99 on 2 ranks;"
+  echo "      README.md, \"Using it\", lists what else runs from here"
+  echo "== quickstart done after ${SECONDS} s =="
+  exit 0
+fi
 
 echo
 phase "2 ranks: dense AdamW (ZeRO-1) vs SCAPE-99, same model, data and seed"

@@ -16,7 +16,8 @@ bash scripts/install-deps.sh
 phase "formatting (clang-format, .clang-format)"
 git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 phase "building"
-bash scripts/build.sh -DGOSSAMER_WERROR=ON
+# The tests, and CUDA when nvcc is found, even where the quickstart configured build/ without.
+bash scripts/build.sh -DGOSSAMER_WERROR=ON -DGOSSAMER_TESTS=ON -DGOSSAMER_CUDA=AUTO
 phase "preparing the data"
 bash scripts/prepare-data.sh web
 

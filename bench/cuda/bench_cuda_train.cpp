@@ -24,6 +24,7 @@
 #include "bench/cuda/single_device_training.h"
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "core/rng.h"
 #include "kernels/cuda/cuda_context.cuh"
 #include "kernels/cuda/ops_table.h"
@@ -37,11 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 // Waits for every op issued so far (a read-back completes after them: core/memory_ops.h).

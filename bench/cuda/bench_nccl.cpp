@@ -21,6 +21,7 @@
 
 #include "bench/collective_harness.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "kernels/cuda/cuda_context.cuh"
 
 namespace {
@@ -30,6 +31,7 @@ void nccl_check(ncclResult_t r, const char* what) {
     throw gossamer::Error(std::string("bench_nccl: ") + what + ": " + ncclGetErrorString(r));
 }
 
+using gossamer::median;
 using gossamer::bench::CollectiveOp;
 namespace harness = gossamer::bench;
 
@@ -156,7 +158,7 @@ double median_ms(Gpus& g, const std::function<void()>& call) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
         10.0);
   }
-  return harness::median(ms);
+  return median(ms);
 }
 
 }  // namespace

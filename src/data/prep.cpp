@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "data/shard.h"
 #include "data/text_check.h"
+#include "data/text_lines.h"
 #include "data/tokenizer.h"
 #include "io/json_file.h"
 #include "io/output_guard.h"
@@ -28,12 +29,6 @@ namespace gossamer::data {
 namespace {
 
 constexpr size_t kBatchBytes = size_t(32) << 20;
-
-bool is_blank(const std::string& line) {
-  for (char c : line)
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  return true;
-}
 
 std::string shard_path(const std::string& prefix, size_t index) {
   return strprintf("%s_%06zu.bin", prefix.c_str(), index);
@@ -159,7 +154,7 @@ void read_documents(const std::string& path, DocSplit split,
   std::string line, doc;
   bool in_doc = false;
   while (std::getline(in, line)) {
-    if (is_blank(line)) {
+    if (is_blank_line(line)) {
       if (in_doc) add_doc(std::move(doc));
       doc.clear();
       in_doc = false;

@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "data/text_lines.h"
 #include "io/atomic_file.h"
 
 namespace gossamer::data {
@@ -32,12 +33,6 @@ namespace {
 constexpr unsigned kSeed = 20240520;
 // Longer lines would be skipped by the trainer; 1 GiB means "never" in practice.
 constexpr int kMaxSentenceBytes = 1 << 30;
-
-bool is_blank(const std::string& line) {
-  for (char c : line)
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  return true;
-}
 
 class LineIterator final : public sentencepiece::SentenceIterator {
  public:
@@ -57,7 +52,7 @@ class LineIterator final : public sentencepiece::SentenceIterator {
         if (!in_.good()) return set_error("cannot open for reading");
       }
       if (std::getline(in_, line_)) {
-        if (is_blank(line_)) continue;
+        if (is_blank_line(line_)) continue;
         ++sentences_;
         bytes_ += line_.size();
         return;

@@ -14,7 +14,7 @@
 #include "hf/hf_family.h"
 
 namespace gossamer::hf {
-
+namespace gpt2 {  // named, so a unity batch can hold both families' files
 namespace {
 
 using T = HfTransform;
@@ -100,6 +100,7 @@ void read_config(const HfConfigKeys& k, HfModelSpec& s) {
 }
 
 }  // namespace
+}  // namespace gpt2
 
 const HfFamily& hf_gpt2_family() {
   static const HfFamily row{model::ModelFamily::MODEL_FAMILY_GPT2,
@@ -108,9 +109,9 @@ const HfFamily& hf_gpt2_family() {
                             "transformer.",
                             {".attn.bias", ".attn.masked_bias"},
                             {},
-                            &add_tensors,
-                            &write_config,
-                            &read_config};
+                            &gpt2::add_tensors,
+                            &gpt2::write_config,
+                            &gpt2::read_config};
   return row;
 }
 

@@ -14,7 +14,7 @@
 #include "hf/hf_family.h"
 
 namespace gossamer::hf {
-
+namespace llama {  // named, so a unity batch can hold both families' files
 namespace {
 
 using T = HfTransform;
@@ -99,6 +99,7 @@ void read_config(const HfConfigKeys& k, HfModelSpec& s) {
 }
 
 }  // namespace
+}  // namespace llama
 
 const HfFamily& hf_llama_family() {
   static const HfFamily row{model::ModelFamily::MODEL_FAMILY_LLAMA,
@@ -107,9 +108,9 @@ const HfFamily& hf_llama_family() {
                             "model.",
                             {".rotary_emb.inv_freq"},
                             {"lm_head.weight", "model.embed_tokens.weight"},
-                            &add_tensors,
-                            &write_config,
-                            &read_config};
+                            &llama::add_tensors,
+                            &llama::write_config,
+                            &llama::read_config};
   return row;
 }
 

@@ -220,13 +220,6 @@ PointState inspect_point(const SweepPoint& point, const std::vector<std::string>
   return s;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 SweepSummary summarize_sweep(const SweepSpec& spec) {
   SweepSummary out;
   out.median_fields = spec.medians;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/median.h"
 #include "sweep/spec.h"
 
 namespace gossamer::sweep {
@@ -48,9 +49,6 @@ struct PointState {
 };
 
 PointState inspect_point(const SweepPoint& point, const std::vector<std::string>& extra_fields);
-
-// Median (mean of the middle two for an even count); NaN when empty.
-double median(std::vector<double> v);
 
 struct SweepRow {
   std::string name;

@@ -198,9 +198,9 @@ TEST(Sweep, BaseIsRelativeToTheSweepFileAndOutDefaultsToItsName) {
 }
 
 TEST(Sweep, MedianAndPointMetrics) {
-  EXPECT_DOUBLE_EQ(sweep::median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(sweep::median({4, 1, 2, 3}), 2.5);
-  EXPECT_TRUE(std::isnan(sweep::median({})));
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_TRUE(std::isnan(median({})));
   TempDir dir;
   write(fs::path(dir.path()) / "metrics.jsonl", R"({"step":0,"val_loss":11.0,"val_tokens":512})"
                                                 "\n" +

@@ -50,7 +50,7 @@ for v in "${variants[@]}"; do
   [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
   args=()
   for kv in optimizer.lr=0.001 optimizer.dense_warmup_steps=50 train.steps=$steps \
-            train.eval_every=$steps train.log_every=25 train.sample_every=0 \
+            train.eval_every=$steps train.eval_batches=0 train.log_every=25 train.sample_every=0 \
             train.checkpoint_every=0 $sets ${EXTRA:-}; do
     args+=(--set "$kv")
   done
