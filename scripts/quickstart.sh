@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job from a fresh clone: installs the Debian packages the trainer needs, builds the
 # `gossamer` binary alone, prepares the default corpus (World English Bible, GPT-2 BPE), trains
-# a small GPT-2 on the CPU (configs/quickstart.json, 300 steps) into runs/quickstart/, then
+# a small GPT-2 on the CPU (configs/quickstart.json, 200 steps) into runs/quickstart/, then
 # prints the validation loss, a text sample and the loss-curve PNG path.
 #   bash scripts/quickstart.sh [--compare]
 # --compare: then also trains the same model on 2 ranks with dense AdamW (ZeRO-1) and with
