@@ -136,10 +136,6 @@ struct Bench {
         staging(c.device_buffers() ? opt.max_bytes : 0),
         scratch(c.device_buffers(), 8) {}
 
-  void shape(CollectiveOp op, size_t bytes, size_t& c, size_t& total) const {
-    collective_shape(op, bytes, es, n, c, total);
-  }
-
   Work issue(CollectiveOp op, size_t c, size_t total) {
     const int dest = (rank + 1) % n, source = (rank + n - 1) % n;
     std::vector<size_t> counts(size_t(n), c);
@@ -288,7 +284,7 @@ int run_comm_bench(const CommBenchOptions& o) {
     size_t last = 0;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= size_t(o.step_factor)) {
       size_t c = 0, total = 0;
-      bench.shape(op, bytes, c, total);
+      collective_shape(op, bytes, bench.es, bench.n, c, total);
       if (c == 0 || total == last) continue;  // below one element per rank, or a repeat
       last = total;
       double ratio = 1;

@@ -62,22 +62,24 @@ std::string doc_type() {
   return t.substr(t.find(' ') + 1);
 }
 
-inline const char* json_kind(const json& j) {
+// A JSON value's kind, for messages, of a `json` or an `ordered_json`.
+template <class Json>
+const char* json_kind(const Json& j) {
   switch (j.type()) {
-    case json::value_t::null:
+    case Json::value_t::null:
       return "null";
-    case json::value_t::boolean:
+    case Json::value_t::boolean:
       return "boolean";
-    case json::value_t::string:
+    case Json::value_t::string:
       return "string";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
       return "integer";
-    case json::value_t::number_float:
+    case Json::value_t::number_float:
       return "number";
-    case json::value_t::object:
+    case Json::value_t::object:
       return "object";
-    case json::value_t::array:
+    case Json::value_t::array:
       return "array";
     default:
       return "value";
@@ -85,7 +87,8 @@ inline const char* json_kind(const json& j) {
 }
 
 // What a value is, for messages: "null", "an object", "integer 12", "string \"x\"".
-inline std::string describe_json(const json& j) {
+template <class Json>
+std::string describe_json(const Json& j) {
   if (j.is_null()) return "null";
   if (j.is_object()) return "an object";
   if (j.is_array()) return "an array";

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config_visitors.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "io/json_file.h"
@@ -19,6 +20,7 @@
 namespace gossamer::sweep {
 
 namespace fs = std::filesystem;
+using config_detail::describe_json;  // a value in messages, worded as the config's errors
 using nlohmann::json;
 using nlohmann::ordered_json;
 
@@ -28,27 +30,6 @@ constexpr size_t kMaxNameLength = 120;
 // Files the sweep writes next to the point directories.
 const char* const kReservedNames[] = {"summary.csv", "summary.md", "loss.png", "sweep.sbatch",
                                       "points.txt"};
-
-const char* kind_of(const ordered_json& j) {
-  switch (j.type()) {
-    case ordered_json::value_t::null:
-      return "null";
-    case ordered_json::value_t::boolean:
-      return "a boolean";
-    case ordered_json::value_t::string:
-      return "a string";
-    case ordered_json::value_t::number_integer:
-    case ordered_json::value_t::number_unsigned:
-    case ordered_json::value_t::number_float:
-      return "a number";
-    case ordered_json::value_t::object:
-      return "an object";
-    case ordered_json::value_t::array:
-      return "an array";
-    default:
-      return "a value";
-  }
-}
 
 // Fails on any key of `obj` outside `known`, naming the path.
 void check_keys(const ordered_json& obj, const std::string& where,
@@ -65,14 +46,14 @@ void check_keys(const ordered_json& obj, const std::string& where,
 }
 
 std::string get_string(const ordered_json& j, const std::string& where) {
-  GOSSAMER_CHECK(j.is_string(), "%s: expected a string, found %s %s", where.c_str(), kind_of(j),
-                 j.dump().c_str());
+  GOSSAMER_CHECK(j.is_string(), "%s: expected a string, found %s", where.c_str(),
+                 describe_json(j).c_str());
   return j.get<std::string>();
 }
 
 std::vector<std::string> get_strings(const ordered_json& j, const std::string& where) {
   GOSSAMER_CHECK(j.is_array(), "%s: expected an array of strings, found %s", where.c_str(),
-                 kind_of(j));
+                 describe_json(j).c_str());
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i)
     out.push_back(get_string(j[i], where + "[" + std::to_string(i) + "]"));
@@ -127,14 +108,14 @@ struct ConfigKeys {
 std::vector<SweepOverride> read_overrides(const ordered_json& j, const std::string& where,
                                           const ConfigKeys& keys) {
   GOSSAMER_CHECK(j.is_object(), "%s: expected an object of \"section.key\": value, found %s",
-                 where.c_str(), kind_of(j));
+                 where.c_str(), describe_json(j).c_str());
   std::vector<SweepOverride> out;
   for (const auto& [key, value] : j.items()) {
     const std::string path = where + "." + key;
     keys.check(key, path);
     GOSSAMER_CHECK(!value.is_null() && !value.is_object() && !value.is_array(),
                    "%s: expected a value (string, number or boolean), found %s", path.c_str(),
-                   kind_of(value));
+                   describe_json(value).c_str());
     out.emplace_back(key, to_plain(value));
   }
   return out;
@@ -198,7 +179,7 @@ json read_base(const ordered_json& j, const std::string& base_dir) {
   } else {
     GOSSAMER_CHECK(j["base"].is_object(),
                    "base: expected a config file path or a config object, found %s",
-                   kind_of(j["base"]));
+                   describe_json(j["base"]).c_str());
     base = to_plain(j["base"]);
   }
   GOSSAMER_CHECK(base.is_object(), "%s: expected a JSON object at the top level",
@@ -211,20 +192,20 @@ json read_base(const ordered_json& j, const std::string& base_dir) {
 SweepGrid read_grid(const ordered_json& g, const ConfigKeys& keys) {
   GOSSAMER_CHECK(g.is_object() && !g.empty(),
                  "grid: expected a non-empty object of \"section.key\": [values...], found %s",
-                 g.is_object() ? "an empty object" : kind_of(g));
+                 g.is_object() ? "an empty object" : describe_json(g).c_str());
   SweepGrid grid;
   for (const auto& [key, values] : g.items()) {
     const std::string path = "grid." + key;
     keys.check(key, path);
     GOSSAMER_CHECK(values.is_array() && !values.empty(),
                    "%s: expected a non-empty array of values, found %s", path.c_str(),
-                   values.is_array() ? "an empty array" : kind_of(values));
+                   values.is_array() ? "an empty array" : describe_json(values).c_str());
     std::vector<json> vs;
     for (size_t i = 0; i < values.size(); ++i) {
       const ordered_json& v = values[i];
       GOSSAMER_CHECK(!v.is_null() && !v.is_object() && !v.is_array(),
                      "%s[%zu]: expected a value (string, number or boolean), found %s",
-                     path.c_str(), i, kind_of(v));
+                     path.c_str(), i, describe_json(v).c_str());
       vs.push_back(to_plain(v));
     }
     grid.emplace_back(key, std::move(vs));
@@ -238,7 +219,7 @@ PointTemplate read_point_template(const ordered_json& p, size_t i, const SweepGr
   PointTemplate t;
   t.where = "points[" + std::to_string(i) + "]";
   GOSSAMER_CHECK(p.is_object(), "%s: expected an object {\"name\", \"set\"}, found %s",
-                 t.where.c_str(), kind_of(p));
+                 t.where.c_str(), describe_json(p).c_str());
   check_keys(p, t.where, {"name", "set"});
   if (p.contains("name"))
     t.name = check_name(get_string(p["name"], t.where + ".name"), t.where + ".name");
@@ -257,7 +238,7 @@ std::vector<PointTemplate> read_point_templates(const ordered_json& j, const Swe
   const ordered_json& ps = j["points"];
   GOSSAMER_CHECK(ps.is_array() && !ps.empty(),
                  "points: expected a non-empty array of {\"name\", \"set\"} objects, found %s",
-                 ps.is_array() ? "an empty array" : kind_of(ps));
+                 ps.is_array() ? "an empty array" : describe_json(ps).c_str());
   std::vector<PointTemplate> templates;
   for (size_t i = 0; i < ps.size(); ++i)
     templates.push_back(read_point_template(ps[i], i, grid, keys));
@@ -309,7 +290,7 @@ SweepLauncherKind read_launcher_kind(const ordered_json& k) {
 // takes sbatch options.
 SweepLauncher read_launcher(const ordered_json& l) {
   SweepLauncher launcher;
-  GOSSAMER_CHECK(l.is_object(), "launcher: expected an object, found %s", kind_of(l));
+  GOSSAMER_CHECK(l.is_object(), "launcher: expected an object, found %s", describe_json(l).c_str());
   check_keys(l, "launcher", {"kind", "ranks", "args", "sbatch"});
   if (l.contains("kind")) launcher.kind = read_launcher_kind(l["kind"]);
   if (l.contains("ranks")) {
@@ -451,7 +432,8 @@ void resolve_point_configs(std::vector<SweepPoint>& points, const json& base,
 // file's sections so the first error reported is the same whatever else is wrong.
 SweepSpec parse_sweep_object(const ordered_json& j, const std::string& base_dir,
                              const std::string& default_name, const std::string& out_override) {
-  GOSSAMER_CHECK(j.is_object(), "expected a JSON object at the top level, found %s", kind_of(j));
+  GOSSAMER_CHECK(j.is_object(), "expected a JSON object at the top level, found %s",
+                 describe_json(j).c_str());
   check_keys(j, "",
              {"name", "base", "set", "grid", "points", "launcher", "out", "reference", "medians"});
   const ConfigKeys keys;

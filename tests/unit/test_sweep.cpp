@@ -159,6 +159,10 @@ TEST(Sweep, LauncherIsValidatedAndRanksReachValidation) {
   expect_error([] { make_sweep(R"({"launcher": {"kind": "pbs"}})"); },
                {"launcher.kind: expected \"plain\", \"mpirun\" or \"slurm\""});
   expect_error([] { make_sweep(R"({"launcher": {"ranks": 2}})"); }, {"launcher: kind \"plain\""});
+  expect_error([] { make_sweep(R"({"launcher": 3})"); },
+               {"launcher: expected an object, found integer 3"});
+  expect_error([] { make_sweep(R"({"launcher": ["mpirun"]})"); },
+               {"launcher: expected an object, found an array"});
   expect_error([] { make_sweep(R"({"launcher": {"kind": "mpirun", "ranks": 0}})"); },
                {"launcher.ranks: expected an integer >= 1"});
   expect_error([] { make_sweep(R"({"launcher": {"kind": "mpirun", "sbatch": ["-p x"]}})"); },
