@@ -20,6 +20,7 @@ phase "building"
 bash scripts/build.sh -DGOSSAMER_WERROR=ON -DGOSSAMER_TESTS=ON -DGOSSAMER_CUDA=AUTO
 phase "preparing the data"
 bash scripts/prepare-data.sh web
+bash scripts/prepare-data.sh web spm 512  # the tests' small-vocabulary models
 
 phase "ctest (Release)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 1200

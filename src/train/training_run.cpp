@@ -317,8 +317,8 @@ void TrainingRun::log_setup() const {
   const std::string peak = mfu_ ? strprintf("MFU peak %.1f GFLOP/s per rank (%s)",
                                             mfu_->peak_gflops(), mfu_->source().c_str())
                                 : std::string("MFU off (metrics.mfu false)");
-  log_info("optimizer: %s, state %.1f MB per rank, replicas %s; %s; %.3g FLOP per token",
-           optimizer_->name(), optimizer_->state_bytes() / 1e6,
+  log_info("optimizer: %s, state %s per rank, replicas %s; %s; %.3g FLOP per token",
+           optimizer_->name(), format_bytes(double(optimizer_->state_bytes())).c_str(),
            optim::replicas_name(optimizer_->replicas()), peak.c_str(), flops_per_token_);
   if (!resumed_from_.empty())
     log_info("resumed from %s at step %lld", resumed_from_.c_str(), (long long)state_.step);

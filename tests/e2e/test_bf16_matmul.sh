@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
 for family in gpt2 llama; do
-  cfg="configs/test/$family-tiny.json"
+  cfg="configs/test/$family-tiny-v512.json"
   for dtype in fp32 bf16; do
     "$G" train -c "$cfg" --set train.steps=20 --set train.eval_every=20 --set train.eval_batches=4 \
       --set train.log_every=1 --set train.checkpoint_every=0 --set "kernels.matmul_dtype=$dtype" \
@@ -37,11 +37,11 @@ for family in gpt2 llama; do
     && pass "$family: bf16 tracks fp32: $(cat "$WORK/cmp")" || fail "$family: bf16 vs fp32: $(cat "$WORK/cmp")"
 done
 # MFU against the peak of the products' own dtype: a bf16 run measures the bf16 product's rate.
-"$G" train -c configs/test/gpt2-tiny.json --set train.steps=1 --set train.eval_every=0 \
+"$G" train -c configs/test/gpt2-tiny-v512.json --set train.steps=1 --set train.eval_every=0 \
   --set kernels.matmul_dtype=bf16 --set metrics.mfu=true --out "$WORK/peak" >"$WORK/peak.log" 2>&1 \
   && grep -q 'MFU peak [0-9.]* GFLOP/s per rank (measured cpu bf16 matmul)' "$WORK/peak.log" \
   && pass "a bf16 run's MFU is against the bf16 product's measured rate: $(grep -o 'MFU peak [^;]*' "$WORK/peak.log")" \
   || fail "bf16 MFU peak: $(grep -o 'MFU peak [^;]*' "$WORK/peak.log")"
 expect_error "unknown matmul dtype" 'kernels.matmul_dtype: expected a string, one of "fp32" or "bf16"' \
-  "$G" train -c configs/test/gpt2-tiny.json --set kernels.matmul_dtype=fp16 --out "$WORK/bad"
+  "$G" train -c configs/test/gpt2-tiny-v512.json --set kernels.matmul_dtype=fp16 --out "$WORK/bad"
 finish

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 short=(--set train.eval_every=0 --set train.checkpoint_every=1 --set train.log_every=100)
 train() { "$G" train -c $TINY "${short[@]}" "$@"; }
 ck() { printf '%s/checkpoints/step_%08d' "$1" "$2"; }
@@ -101,5 +101,5 @@ done
 E="$WORK/mixed-eval"
 cp -r "$(ck "$WORK/pristine" 6)" "$E" && cp "$(ck "$WORK/pristine" 4)/model.safetensors" "$E/"
 expect_error "eval of a checkpoint holding another step's weights" "model.safetensors: does not belong to this checkpoint \(the file says it is step 4's\)" \
-  "$G" eval -c $TINY --checkpoint "$E" --data data/web/val_000000.bin
+  "$G" eval -c $TINY --checkpoint "$E" --data data/web-spm512/val_000000.bin
 finish

@@ -7,7 +7,7 @@
 # (KILL_SEED, default 11), scaled to the speed this machine showed in the reference run.
 source "$(dirname "$0")/lib.sh"
 require_data
-CFG=configs/test/gpt2-tiny.json
+CFG=configs/test/gpt2-tiny-v512.json
 STEPS=60 KILLS=20 KEEP=2
 RANDOM="${KILL_SEED:-11}"
 # metrics.peak_gflops given: no sgemm measurement at start-up (3 s here), so kills fall on steps.

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 R="$WORK/run"
 "$G" train -c $TINY --set train.steps=4 --set train.eval_every=0 --set train.checkpoint_every=2 \
   --set train.log_every=100 --out "$R" >"$WORK/train.log" 2>&1 || { tail "$WORK/train.log"; fail "training failed"; finish; }

@@ -15,7 +15,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.eval_every=0 --set train.log_every=1 --set train.checkpoint_every=2
         --set data.micro_batch=2)
 
@@ -61,6 +61,17 @@ record_case "rank 1 hangs at step 3 (2 ranks)" $RC "$(grep -m1 -oE "$hang_line" 
   | sed -E 's/(of) [0-9]+ (bytes)/\1 N \2/; s/was [a-z_]+ \(step [0-9]+\)/was OP (step S)/')" \
   GOSSAMER_FAULT=hang:1:3 mpirun -np 2 gossamer train ... --set parallel.timeout_s=5
 
+# wait_checkpoint OUT STEP: waits (up to 60 s) until OUT's newest checkpoint is step STEP or later
+# (an older one may already be pruned: the steps of the small model take milliseconds).
+wait_checkpoint() {
+  local newest
+  for _ in $(seq 1 120); do
+    newest="$(ls "$1/checkpoints" 2>/dev/null | grep -E '^step_[0-9]+$' | tail -n 1 || true)"
+    [[ -n "$newest" ]] && ((10#${newest#step_} >= $2)) && return 0
+    sleep 0.5
+  done
+}
+
 # start_job NAME STEP ARGS...: a 2-rank training into $WORK/NAME in the background (output in
 # NAME.log, exit status in NAME.rc once it ends); waits until its checkpoint STEP exists, then
 # sets RANK1 to rank 1's pid (empty if not found).
@@ -68,9 +79,7 @@ start_job() {
   local name="$1" step="$2"; shift 2
   (rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 "$@" \
     --out "$WORK/$name" >"$WORK/$name.log" 2>&1 || rc=$?; echo $rc >"$WORK/$name.rc") &
-  local ckpt
-  ckpt="$(printf '%s/%s/checkpoints/step_%08d' "$WORK" "$name" "$step")"
-  for _ in $(seq 1 120); do [[ -d "$ckpt" ]] && break; sleep 0.5; done
+  wait_checkpoint "$WORK/$name" "$step"
   RANK1="$(rank_pid "$WORK/$name" 1 | head -1)"
 }
 
@@ -128,7 +137,7 @@ wait
 # SIGTERM to one rank (as a node's Slurm daemon may send): every rank checkpoints the same step
 # and stops with 143, and rank 0 names the signal and the rank that received it.
 (rc=0; mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set train.steps=100000 --out "$WORK/term" >"$WORK/term.log" 2>&1 || rc=$?; echo $rc >"$WORK/term.rc") &
-for _ in $(seq 1 120); do [[ -d "$WORK/term/checkpoints/step_00000002" ]] && break; sleep 0.5; done
+wait_checkpoint "$WORK/term" 2
 victim="$(rank_pid "$WORK/term" 1 | head -1)"
 if [[ -z "$victim" ]]; then
   fail "term: could not find rank 1"

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=8 --set train.log_every=4 --set train.eval_every=8 --set train.eval_batches=2
         --set train.checkpoint_every=4 --set train.keep_checkpoints=0 --set data.micro_batch=2)
 local_=(--set optimizer.name=local_adamw)

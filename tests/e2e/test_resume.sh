@@ -2,7 +2,7 @@
 # resumed reproduces the uninterrupted run's losses and final weights bit for bit.
 source "$(dirname "$0")/lib.sh"
 require_data
-CFG=configs/test/gpt2-tiny.json
+CFG=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=12 --set train.eval_every=0 --set train.checkpoint_every=6 --set train.keep_checkpoints=0)
 "$GOSSAMER" train -c $CFG "${common[@]}" --out "$WORK/a" >"$WORK/a.log" 2>&1 || { cat "$WORK/a.log"; fail "run a failed"; }
 "$GOSSAMER" train -c $CFG "${common[@]}" --out "$WORK/b" >"$WORK/b.log" 2>&1 || { cat "$WORK/b.log"; fail "run b failed"; }

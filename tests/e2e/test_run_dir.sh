@@ -10,7 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 short=(--set train.steps=6 --set train.eval_every=0 --set train.checkpoint_every=2
        --set train.keep_checkpoints=0 --set train.log_every=100)
 train() { "$G" train -c $TINY "${short[@]}" "$@"; }
@@ -114,7 +114,7 @@ cp -r "$D" "$F" && rm -f "$F/.lock"
 node -e 'const fs = require("fs"), f = process.argv[1], b = fs.readFileSync(f); b[b.length - 100] ^= 16; fs.writeFileSync(f, b);' \
   "$F/checkpoints/step_00000006/model.safetensors"
 expect_error "generate from a flipped bit" "tensor 'wte' does not match its checksum" "$G" generate --checkpoint "$F" --tokens 2
-expect_error "eval of a flipped bit" "does not match its checksum" "$G" eval -c $TINY --checkpoint "$F/checkpoints/step_00000006" --data data/web/val_000000.bin
+expect_error "eval of a flipped bit" "does not match its checksum" "$G" eval -c $TINY --checkpoint "$F/checkpoints/step_00000006" --data data/web-spm512/val_000000.bin
 train --out "$F" --resume "$F" >"$WORK/flip.log" 2>&1 && grep -q "skipping the damaged checkpoint .*step_00000006.*checksum" "$WORK/flip.log" \
   && pass "--resume skips the checkpoint with the flipped bit" || { tail -3 "$WORK/flip.log"; fail "--resume did not skip the flipped checkpoint"; }
 

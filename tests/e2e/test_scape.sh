@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=12 --set train.eval_every=0 --set train.log_every=100
         --set train.checkpoint_every=6 --set train.keep_checkpoints=0
         --set parallel.check_replicas_every=1)

@@ -9,7 +9,7 @@ PY=/usr/bin/python3
 
 train_tiny() {  # NAME ARGS...
   local name="$1"; shift
-  "$GOSSAMER" train -c configs/test/gpt2-tiny.json --set train.steps=6 --set train.eval_every=0 \
+  "$GOSSAMER" train -c configs/test/gpt2-tiny-v512.json --set train.steps=6 --set train.eval_every=0 \
     --set train.log_every=100 --set train.checkpoint_every=6 --out "$WORK/$name" "$@" \
     >"$WORK/$name.log" 2>&1 || { tail -n 20 "$WORK/$name.log"; fail "$name: training failed"; }
 }

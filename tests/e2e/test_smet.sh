@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=12 --set train.eval_every=0 --set train.log_every=100
         --set train.checkpoint_every=6 --set train.keep_checkpoints=0
         --set parallel.check_replicas_every=1 --set optimizer.dst.update_interval=4)
@@ -85,7 +85,7 @@ done
 # Naive DST at blocks of 1, and SMET on Llama (fused q/k/v and gate/up products routed).
 run dst-np2-b1 2 --set data.micro_batch=2 --set optimizer.name=dst --set optimizer.dst.block_size=1 --set optimizer.dst.density=0.25
 bytes_check dst-np2-b1 0.25 1
-mpirun_np 2 "$G" train -c configs/test/llama-tiny.json "${common[@]}" --set data.micro_batch=2 --set optimizer.name=smet \
+mpirun_np 2 "$G" train -c configs/test/llama-tiny-v512.json "${common[@]}" --set data.micro_batch=2 --set optimizer.name=smet \
   --out "$WORK/llama" >"$WORK/llama.log" 2>&1 \
   && pass "llama smet, 2 ranks: trained, replicas identical at every step" || { tail -n 20 "$WORK/llama.log"; fail "llama smet failed"; }
 

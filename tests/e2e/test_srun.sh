@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
-TINY=configs/test/gpt2-tiny.json
+TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=4 --set train.eval_every=0 --set train.log_every=1
         --set train.sample_every=0 --set data.micro_batch=2 --set kernels.threads=0)
 

@@ -12,7 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 require_data
 
-BASE="$SRC/configs/test/gpt2-tiny.json"
+BASE="$SRC/configs/test/gpt2-tiny-v512.json"
 # Sweep files are strict JSON (a key may appear once): LENGTH holds the keys some sweeps change.
 LENGTH='"train.steps": 4, "train.eval_every": 2, "train.checkpoint_every": 2'
 REST='"train.eval_batches": 2, "train.log_every": 1, "train.keep_checkpoints": 0,
@@ -328,8 +328,8 @@ mkdir -p "$E/bin" "$E/cwd"
 cp "$GOSSAMER" "$E/bin/gossamer"
 cat >"$E/s5.json" <<EOF
 {"base": "$BASE", "set": {$REST, "train.eval_every": 2, "train.checkpoint_every": 2, "train.steps": 2,
- "data.train": "$SRC/data/web/train_*.bin",
- "data.val": "$SRC/data/web/val_*.bin"}, "points": [{"name": "copy"}]}
+ "data.train": "$SRC/data/web-spm512/train_*.bin", "data.val": "$SRC/data/web-spm512/val_*.bin",
+ "data.tokenizer": "spm:$SRC/data/web-spm512/tokenizer.model"}, "points": [{"name": "copy"}]}
 EOF
 hidden=0
 unshare -rm true 2>/dev/null && hidden=1
