@@ -37,7 +37,8 @@ target_include_directories(gossamer_gpu_only PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_
 target_link_libraries(gossamer_gpu_only PUBLIC gossamer_flags gossamer_cuda_kernels
                       OpenMP::OpenMP_CXX Threads::Threads)
 
-add_executable(bench_cuda_ops ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_ops.cpp)
+add_executable(bench_cuda_ops ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_ops.cpp
+               ${CMAKE_SOURCE_DIR}/bench/op_bench.cpp)
 target_link_libraries(bench_cuda_ops PRIVATE gossamer_gpu_only)
 add_executable(bench_cuda_train ${CMAKE_SOURCE_DIR}/bench/cuda/bench_cuda_train.cpp)
 target_link_libraries(bench_cuda_train PRIVATE gossamer_gpu_only)

@@ -36,7 +36,8 @@ say() { echo "$PROG: $*"; }
 # The sources the GPU-only binaries are built from; a prepared build is used only when this
 # hash matches the one it was stamped with (the device machine gets a copy without .git).
 source_hash() {
-  find CMakeLists.txt cmake kernels src tests/gpu tests/unit bench/cuda -type f \
+  find CMakeLists.txt cmake kernels src tests/gpu tests/unit bench/cuda bench/op_bench.h \
+    bench/op_bench.cpp -type f \
     ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z |
     xargs -0 sha256sum | sha256sum | cut -c1-16
 }
@@ -332,9 +333,10 @@ if ((dry_run == 0)) && selected memcheck_zip; then
 fi
 
 # ---- the benchmarks: per-op time against the roofline, training steps, NCCL ----------------
-# bench_cuda_ops (bench/cuda/bench_cuda_ops.cpp), bench_cuda_train (GPT-2 124M and Llama ~500M
-# training steps on one GPU; a dry run also runs it on the CPU table with tiny models,
-# --cpu-smoke), bench_nccl (collectives across the machine's GPUs: needs two; on a one-GPU
+# bench_cuda_ops (the rows of bench/op_bench.cpp on the CUDA table, and the zip codec's
+# kernels; `gossamer bench ops` runs the same rows on the CPU), bench_cuda_train (GPT-2 124M
+# and Llama ~500M training steps on one GPU; a dry run also runs it on the CPU table with tiny
+# models, --cpu-smoke), bench_nccl (collectives across the machine's GPUs: needs two; on a one-GPU
 # machine it is not applicable, which is neither a pass nor a failure). A benchmark that does
 # not build, fails, times out or prints SKIPPED outside --dry-run fails the run (status 3).
 bench() {  # NAME LIMIT [ARGS...]

@@ -11,6 +11,7 @@
 
 #include "bench/codec_bench.h"
 #include "bench/comm_bench.h"
+#include "bench/op_bench.h"
 #include "bench/train_bench.h"
 #include "commands/eval_command.h"
 #include "commands/export_hf.h"
@@ -194,7 +195,7 @@ Subcommand add_eval_command(CLI::App& app) {
 }
 
 // `bench` times training steps; `bench comm` (a sub-subcommand) the collectives, `bench codec`
-// the zip codec.
+// the zip codec, `bench ops` every op of the op table at the config's shapes.
 Subcommand add_bench_command(CLI::App& app) {
   struct Args {
     std::string config;
@@ -202,6 +203,7 @@ Subcommand add_bench_command(CLI::App& app) {
     bench::BenchOptions train;
     bench::CommBenchOptions comm;
     bench::CodecBenchOptions codec;
+    bench::OpBenchOptions ops;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("bench", "time training steps on synthetic tokens");
@@ -246,9 +248,21 @@ Subcommand add_bench_command(CLI::App& app) {
   codec->add_option("--checkpoint", z.checkpoint,
                     "also measure a checkpoint's (or run directory's newest) parameters, "
                     "optimizer state and one gradient");
-  Subcommand s{cmd, [a, comm, codec] {
+  bench::OpBenchOptions& o = a->ops;
+  CLI::App* ops = cmd->add_subcommand(
+      "ops",
+      "every op of the op table at the config's model, micro_batch and seq_len, against "
+      "its roofline (-c and --set as for bench; kernels.device picks the table)");
+  ops->add_option("--iters", o.iters, "timed batches per op (median reported)");
+  ops->add_option("--warmup", o.warmup, "untimed calls first");
+  ops->add_option("--matmul-n", o.matmul_n, "the FLOP peak's product: n x n x n");
+  ops->add_option("--copy-bytes", o.copy_bytes, "the bandwidth peak's copy, in bytes");
+  ops->fallthrough();  // -c and --set are bench's: `gossamer bench ops -c CONFIG`
+  Subcommand s{cmd, [a, comm, codec, ops] {
                  if (*comm) return bench::run_comm_bench(a->comm);
                  if (*codec) return bench::run_codec_bench(a->codec);
+                 if (*ops)
+                   return bench::run_ops_command(run::load_run_config(a->config, a->sets), a->ops);
                  return bench::run_train_bench(run::load_run_config(a->config, a->sets), a->train);
                }};
   s.check = [a, comm, codec] {

@@ -15,7 +15,7 @@ check "train" "--allow-change --init-from --out --overwrite --resume --set -c,--
 check "prep" "--allow-binary --docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
 check "generate" "--checkpoint --device --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate
-check "bench" "--set --steps --warmup -c,--config -h,--help codec comm " bench
+check "bench" "--set --steps --warmup -c,--config -h,--help codec comm ops " bench
 check "bench codec" "--checkpoint --checksum --chunk-elems --elements --iters --threads --warmup -h,--help " bench codec
 check "bench comm" "--backend --check --codec-gbps --compression --compression-min-bytes --dtype --iters --link-gbps --max-bytes --min-bytes --ops --step-factor --warmup -h,--help " bench comm
 check "export-hf" "--force --no-tokenizer --tokenizer -h,--help checkpoint hf-dir " export-hf

@@ -4,9 +4,9 @@
 # are taken from README.md itself, so a change there that breaks a line fails here. Only the
 # lengths change, so that the block runs in under two minutes: trainings take 6 steps (the
 # resume line 12), the sweep's points 4, the benchmark 1 step, bench comm small sizes, bench
-# codec a small data set, eval's validation loss a shard of 9,950 tokens. A line of a kind
-# shorten() does not know fails (it must learn it, not run it at full length). Each line must
-# exit 0; then the files the block promises are checked.
+# codec a small data set, bench ops one batch per op and small peaks, eval's validation loss a
+# shard of 9,950 tokens. A line of a kind shorten() does not know fails (it must learn it, not
+# run it at full length). Each line must exit 0; then the files the block promises are checked.
 source "$(dirname "$0")/lib.sh"
 
 block="$(awk '/^## Using it/ {u = 1} u && /^```bash/ {b = 1; next} b && /^```/ {exit} b' README.md)"
@@ -37,6 +37,7 @@ shorten() {  # one README line -> the same command with fewer steps
     *" bench -c "*) line+=" --steps 1 --warmup 0" ;;
     *" bench comm"*) line+=" --max-bytes 65536 --iters 2 --warmup 1" ;;
     *" bench codec"*) line+=" --elements 65536 --iters 1 --warmup 0" ;;
+    *" bench ops"*) line+=" --iters 1 --warmup 0 --matmul-n 128 --copy-bytes 4194304" ;;
     # The validation loss over a shard of the corpus's first 9,950 tokens, not all of them.
     *" eval "*" --json"*) [[ "$line" == *--hellaswag* ]] || line+=" --data $WORK/small.bin" ;;
     # Commands that take seconds as written.
