@@ -114,7 +114,7 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
 
-  virtual const char* backend() const = 0;  // "single", "mpi", "nccl"
+  virtual const char* backend() const = 0;  // "single", "mpi", "nccl", "inprocess"
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int local_rank() const = 0;  // rank among the processes of this node
