@@ -28,6 +28,7 @@
 #include "run/run_config.h"
 #include "sweep/runner.h"
 #include "sweep/spec.h"
+#include "train/inprocess_ranks.h"
 #include "train/trainer.h"
 
 namespace gossamer::cli {
@@ -39,6 +40,7 @@ Subcommand add_train_command(CLI::App& app) {
     std::string config, out;
     train::TrainStart start;
     std::vector<std::string> sets;
+    int ranks = 0;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("train", "train a model from a JSON run config");
@@ -55,10 +57,14 @@ Subcommand add_train_command(CLI::App& app) {
                   "with --resume: config keys of the run's definition (model, data, optimizer, "
                   "schedule, seed; or global_batch) that may differ from the checkpoint's")
       ->delimiter(',');
+  CLI::Option* ranks =
+      cmd->add_option("--ranks", a->ranks,
+                      "run N ranks as threads of this process (no launcher), as `mpirun -np N` "
+                      "would");
   cmd->add_flag("--overwrite", a->start.overwrite,
                 "the run directory holds a run: move it aside (RUN.replaced-TIMESTAMP) and start "
                 "afresh");
-  return {cmd, [a] {
+  return {cmd, [a, ranks] {
             const train::TrainStart& s = a->start;
             GOSSAMER_CHECK(s.resume.empty() || s.init_from.empty(),
                            "--init-from and --resume exclude each other (--resume restores the "
@@ -71,6 +77,8 @@ Subcommand add_train_command(CLI::App& app) {
                            "run in the directory)");
             std::vector<std::string> sets = a->sets;
             if (!a->out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a->out).dump());
+            if (ranks->count() > 0)
+              return train::run_training_ranks(run::load_run_config(a->config, sets), s, a->ranks);
             return train::run_training(run::load_run_config(a->config, sets), s);
           }};
 }

@@ -11,12 +11,15 @@
 
 namespace gossamer::run {
 
-RunCommunicators::RunCommunicators(const RunConfig& config) : parallel_(config.parallel) {
+RunCommunicators::RunCommunicators(const RunConfig& config,
+                                   std::unique_ptr<comm::Communicator> control)
+    : parallel_(config.parallel) {
   const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
   nccl_for_buffers_ = cuda && parallel_.backend == comm::Backend::BACKEND_NCCL;
-  control_ =
-      comm::make_communicator(nccl_for_buffers_ ? comm::Backend::BACKEND_AUTO : parallel_.backend,
-                              comm::BufferLocation::BUFFER_LOCATION_HOST);
+  control_ = control ? std::move(control)
+                     : comm::make_communicator(
+                           nccl_for_buffers_ ? comm::Backend::BACKEND_AUTO : parallel_.backend,
+                           comm::BufferLocation::BUFFER_LOCATION_HOST);
   control_->set_timeout(parallel_.timeout_s);
 }
 

@@ -19,9 +19,11 @@ class RunCommunicators {
   using BufferFactory =
       std::function<std::unique_ptr<comm::Communicator>(comm::Communicator& control)>;
 
-  // The control communicator: parallel.backend, except that with kernels.device = cuda
-  // "nccl" names the buffers' backend and the host values take what a launcher implies.
-  explicit RunCommunicators(const RunConfig& config);
+  // The control communicator: `control` when given (ranks in one process), else
+  // parallel.backend, except that with kernels.device = cuda "nccl" names the buffers' backend
+  // and the host values take what a launcher implies.
+  explicit RunCommunicators(const RunConfig& config,
+                            std::unique_ptr<comm::Communicator> control = nullptr);
 
   // After the config is validated for the world size and before the GPU is chosen: refuses
   // parallel.compression when the buffers live in device memory at several ranks.

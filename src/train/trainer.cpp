@@ -23,7 +23,7 @@ int run_training(run::RunConfig config, const TrainStart& start) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
   const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
-  run::RunCommunicators comms(config);
+  run::RunCommunicators comms(config, start.control_comm ? start.control_comm() : nullptr);
   log_set_rank(comms.control().rank());
   try {
     const int world = comms.control().size();

@@ -34,6 +34,9 @@ struct TrainStart {
   // Tests: with device memory (`ops`) at several ranks, the communicator for the gradients and
   // weights, given the control communicator, instead of the one parallel.backend selects.
   std::function<std::unique_ptr<comm::Communicator>(comm::Communicator& control)> buffer_comm;
+  // Ranks in one process (train/inprocess_ranks.h) and tests: the control communicator, called
+  // once, instead of the one parallel.backend selects.
+  std::function<std::unique_ptr<comm::Communicator>()> control_comm;
 };
 
 int run_training(run::RunConfig config, const TrainStart& start = {});

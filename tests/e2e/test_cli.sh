@@ -11,7 +11,7 @@ check() {
   [[ "$got" == "$expected" ]] && pass "$name flags: $got" || fail "$name flags changed: got [$got], expected [$expected]"
 }
 check "top level" "--version -h,--help bench config-reference eval export-hf generate import-hf prep sweep train " 
-check "train" "--allow-change --init-from --out --overwrite --resume --set -c,--config -h,--help " train
+check "train" "--allow-change --init-from --out --overwrite --ranks --resume --set -c,--config -h,--help " train
 check "prep" "--allow-binary --docs --output --shard-tokens --spm-byte-fallback --spm-type --spm-vocab-size --tokenizer --train-spm -h,--help inputs " prep
 check "eval" "--checkpoint --data --hellaswag --json --limit --set -c,--config -h,--help " eval
 check "generate" "--checkpoint --device --prompt --seed --temperature --tokenizer --tokens --top-k --top-p -h,--help " generate

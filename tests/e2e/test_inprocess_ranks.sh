@@ -1,0 +1,67 @@
+# `gossamer train --ranks N` (issue 41, train/inprocess_ranks.h): N ranks as threads of one
+# process equal `mpirun -np N` bit for bit (every logged loss, the final weights and optimizer
+# state) for each optimizer and ZeRO stage below, when both sum in gossamer's own fixed order
+# (parallel.compression = plain; the mpi backend's own sums are Open MPI's, docs/COMM.md "Sums");
+# a checkpoint written by one launch mode resumes under the other, bit-identical to the run
+# uninterrupted; 16 ranks run; bad uses are refused naming --ranks.
+source "$(dirname "$0")/lib.sh"
+require_data
+G="$GOSSAMER"
+TINY=configs/test/gpt2-tiny-v512.json
+common=(--set train.steps=12 --set train.eval_every=6 --set train.eval_batches=2
+        --set train.log_every=1 --set data.micro_batch=2 --set parallel.compression=plain)
+ckpt() { echo "$WORK/$1/checkpoints/step_00000012/$2.safetensors"; }
+same_run() {  # A B: the same losses (every step and evaluation), weights and optimizer state
+  diff <(grep -oE '"(val_)?loss":[^,]*' "$WORK/$1/metrics.jsonl") \
+       <(grep -oE '"(val_)?loss":[^,]*' "$WORK/$2/metrics.jsonl") >/dev/null \
+    && cmp -s "$(ckpt "$1" model)" "$(ckpt "$2" model)" \
+    && cmp -s "$(ckpt "$1" optimizer)" "$(ckpt "$2" optimizer)"
+}
+inproc() {  # NAME N ARGS...
+  local name="$1" n="$2"; shift 2
+  "$G" train -c $TINY "${common[@]}" --ranks "$n" --out "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 \
+    || { tail -n 5 "$WORK/$name.log"; fail "$name: --ranks $n failed"; return 1; }
+}
+launched() {  # NAME N ARGS...
+  local name="$1" n="$2"; shift 2
+  mpirun_np "$n" "$G" train -c $TINY "${common[@]}" --out "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 \
+    || { tail -n 5 "$WORK/$name.log"; fail "$name: mpirun -np $n failed"; return 1; }
+}
+
+i=0
+for case in "2|" "3|--set parallel.zero_stage=1" "4|--set parallel.zero_stage=2" \
+            "4|--set optimizer.name=scape" "2|--set optimizer.name=smet" \
+            "4|--set optimizer.name=gasloc --set optimizer.gasloc.local_steps=3" \
+            "3|--set optimizer.name=diloco --set optimizer.diloco.local_steps=3"; do
+  i=$((i + 1)); n="${case%%|*}"; args="${case#*|}"
+  # shellcheck disable=SC2086  # args holds whole --set options
+  inproc "in$i" "$n" $args && launched "mpi$i" "$n" $args || continue
+  same_run "in$i" "mpi$i" && pass "--ranks $n = mpirun -np $n bit for bit ${args:-(adamw)}" \
+    || fail "--ranks $n differs from mpirun -np $n ${args:-(adamw)}"
+done
+
+# Across launch modes: checkpoint 6 of each resumed by the other gives the uninterrupted run.
+ck=(--set train.checkpoint_every=6 --set train.keep_checkpoints=0)
+inproc whole 2 "${ck[@]}" && launched whole-mpi 2 "${ck[@]}" \
+  && launched resumed-mpi 2 "${ck[@]}" --resume "$WORK/whole/checkpoints/step_00000006" \
+  && inproc resumed-in 2 "${ck[@]}" --resume "$WORK/whole-mpi/checkpoints/step_00000006" \
+  && cmp -s "$(ckpt whole model)" "$(ckpt resumed-mpi model)" \
+  && cmp -s "$(ckpt whole model)" "$(ckpt resumed-in model)" \
+  && cmp -s "$(ckpt whole optimizer)" "$(ckpt resumed-in optimizer)" \
+  && pass "saved by --ranks 2, resumed under mpirun (and back): the uninterrupted run's weights" \
+  || fail "resume across launch modes"
+
+inproc sixteen 16 --set train.steps=4 --set train.eval_every=4 --set data.micro_batch=1 \
+  && grep -q -- "--ranks 16: the ranks are threads of this process" "$WORK/sixteen.log" \
+  && grep -q '"step":4' "$WORK/sixteen/metrics.jsonl" && pass "16 ranks in one process" \
+  || fail "16 ranks: $(tail -n 3 "$WORK/sixteen.log")"
+
+expect_error "--ranks 0" "\[error\] --ranks 0: the number of ranks must be at least 1" \
+  "$G" train -c $TINY --ranks 0 --out "$WORK/bad0"
+expect_error "--ranks under mpirun" "\[error\] --ranks 2: this process was started by a launcher" \
+  mpirun_np 1 "$G" train -c $TINY --ranks 2 --out "$WORK/bad1"
+expect_error "--ranks on the GPU" "\[error\] --ranks 2 with kernels.device = cuda" \
+  "$G" train -c $TINY --ranks 2 --set kernels.device=cuda --out "$WORK/bad2"
+[[ ! -e "$WORK/bad0" && ! -e "$WORK/bad1" && ! -e "$WORK/bad2" ]] && pass "nothing written by the refused runs" \
+  || fail "a refused run wrote its directory"
+finish
