@@ -372,8 +372,9 @@ class InProcessCommunicator final : public Communicator {
     const auto* in = static_cast<const uint8_t*>(send);
     auto* out = static_cast<uint8_t*>(recv);
     std::vector<size_t> rc(recv_counts.begin(), recv_counts.end());
-    std::memcpy(out + count_offset(rc, rank_) * es, in + count_offset(send_counts, rank_) * es,
-                send_counts[size_t(rank_)] * es);
+    if (send_counts[size_t(rank_)] > 0)
+      std::memcpy(out + count_offset(rc, rank_) * es, in + count_offset(send_counts, rank_) * es,
+                  send_counts[size_t(rank_)] * es);
     const uint64_t seq = next_seq_++;
     for (int j = 1; j < P; ++j) {
       const int to = (rank_ + j) % P;
