@@ -18,6 +18,7 @@ void CommConfig::validate(const std::string& p) const {
 zip::ZipOptions CommConfig::zip_options() const {
   zip::ZipOptions o;
   o.mode = compression;
+  o.fixed_order = sum_order == SumOrder::SUM_ORDER_FIXED;
   o.min_bytes = size_t(compression_min_bytes);
   o.link_gbps = link_gbps;
   o.codec_gbps = codec_gbps;

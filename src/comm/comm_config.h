@@ -1,6 +1,7 @@
 // CommConfig: the communicator's keys of a run config's `parallel` section (backend, timeout,
-// lossless compression and its cost model). The comm layer owns them; optim::ParallelConfig
-// adds the data-parallel optimizers' keys, and run/run_communicators.h builds from them.
+// the order of float sums, lossless compression and its cost model). The comm layer owns them;
+// optim::ParallelConfig adds the data-parallel optimizers' keys, and run/run_communicators.h
+// builds from them.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +13,15 @@
 
 namespace gossamer::comm {
 
+// parallel.sum_order.
+enum class SumOrder { SUM_ORDER_FIXED, SUM_ORDER_BACKEND };
+
 struct CommConfig {
   Backend backend = Backend::BACKEND_AUTO;
   double timeout_s = 300;
   zip::Compression compression = zip::Compression::COMPRESSION_OFF;
   int64_t compression_min_bytes = int64_t{256} << 10;
+  SumOrder sum_order = SumOrder::SUM_ORDER_FIXED;
   double link_gbps = 0;
   double codec_gbps = 0;
 
@@ -29,12 +34,17 @@ struct CommConfig {
       "a collective blocked longer than this ends the job naming the rank and step (0: never)");
     v("compression", compression,
       "lossless compression of sum all-reduces, sum reduce-scatters and all-gathers of bf16/fp32 "
-      "(host buffers; docs/COMM.md): off (the backend's own collectives), plain (the "
+      "(host buffers; docs/COMM.md): off (none; the sums' algorithm is sum_order's), plain (the "
       "compressing decorator's algorithms without compression: the same bits as on), on, "
-      "adaptive (per call, compressed or the backend's own, from the cost model)");
+      "adaptive (per call, compressed or not, from the cost model)");
     v("compression_min_bytes", compression_min_bytes,
-      "messages smaller than this are never compressed (on: sent plain; adaptive: the backend's "
-      "own collective)");
+      "messages smaller than this are never compressed");
+    v("sum_order", sum_order,
+      "host buffers at several ranks: fixed (sums in one order, each element at its owner rank: "
+      "its own value, then rank - 1, rank - 2, ...; bit for bit the same under mpirun, srun and "
+      "--ranks, with any MPI library; compression off then runs the zip decorator's plain "
+      "algorithms, adaptive falls back to them) or backend (the backend's own collectives, "
+      "whose order MPI picks by size and rank count)");
     v("link_gbps", link_gbps,
       "the link's bandwidth in GB/s for the adaptive cost model (0: measured at start-up, the "
       "minimum over ranks)");
@@ -50,3 +60,11 @@ struct CommConfig {
 };
 
 }  // namespace gossamer::comm
+
+namespace gossamer {
+template <>
+struct EnumNames<comm::SumOrder> {
+  static constexpr std::pair<comm::SumOrder, std::string_view> values[] = {
+      {comm::SumOrder::SUM_ORDER_FIXED, "fixed"}, {comm::SumOrder::SUM_ORDER_BACKEND, "backend"}};
+};
+}  // namespace gossamer

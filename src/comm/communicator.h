@@ -90,6 +90,17 @@ class WorkState {
 
 class Communicator;
 
+// What a thread holds while it computes and lends while it blocks in Work::wait (the core pool
+// of ranks in one process, train/inprocess_ranks.cpp): release() before blocking, acquire()
+// after. Set per thread; a thread without one blocks holding nothing.
+class BlockingHook {
+ public:
+  virtual ~BlockingHook() = default;
+  virtual void release() = 0;
+  virtual void acquire() = 0;
+};
+void set_thread_blocking_hook(BlockingHook* hook);  // nullptr: none
+
 // Handle to an asynchronous operation. A default-constructed Work is already complete.
 class Work {
  public:
@@ -120,6 +131,10 @@ class Communicator {
   virtual int local_rank() const = 0;  // rank among the processes of this node
   // Whether buffers passed to collectives live in device memory (nccl) or host memory.
   virtual bool device_buffers() const = 0;
+  // Whether this backend's own float sums are in the fixed order of the zip decorator's plain
+  // algorithms (zip_collectives.h: each element summed at its owner, own value first, then rank
+  // - 1, rank - 2, ...), so no decorator is needed for parallel.sum_order = fixed.
+  virtual bool sums_in_fixed_order() const { return size() == 1; }
 
   // In place: buf (n) <- op over ranks of buf.
   virtual Work all_reduce(void* buf, size_t n, DType dtype, ReduceOp op) = 0;

@@ -179,6 +179,7 @@ class InProcessCommunicator final : public Communicator {
       : world_(std::move(world)), rank_(rank) {}
 
   const char* backend() const override { return "inprocess"; }
+  bool sums_in_fixed_order() const override { return true; }
   int rank() const override { return rank_; }
   int size() const override { return world_->ranks(); }
   int local_rank() const override { return rank_; }

@@ -38,7 +38,7 @@ int run_training(run::RunConfig config, const TrainStart& start) {
     comms.attach_buffers(device_buffers, start.buffer_comm);
     // Before anything large is allocated: a run that cannot fit is refused with the numbers.
     check_run_fits_in_memory(config, world, comm::ranks_on_this_node(world), ops,
-                             available_host_memory());
+                             start.host_memory ? *start.host_memory : available_host_memory());
     TrainingRun run(comms.control(), comms.buffers(), ops, std::move(config), start);
     return run.run();
   } catch (const CollectiveError&) {

@@ -7,12 +7,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "kernels/ops.h"
 #include "run/run_config.h"
+#include "train/memory_check.h"
 
 namespace gossamer::train {
 
@@ -37,6 +39,9 @@ struct TrainStart {
   // Ranks in one process (train/inprocess_ranks.h) and tests: the control communicator, called
   // once, instead of the one parallel.backend selects.
   std::function<std::unique_ptr<comm::Communicator>()> control_comm;
+  // Ranks in one process: the memory available, measured once before any rank allocated, for
+  // every rank's memory check (train/memory_check.h) instead of measuring it again.
+  std::optional<HostMemory> host_memory;
 };
 
 int run_training(run::RunConfig config, const TrainStart& start = {});

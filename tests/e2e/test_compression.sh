@@ -57,19 +57,24 @@ for setup in "dp-bf16:all_reduce:--set parallel.comm_dtype=bf16 --set parallel.b
   fi
 done
 
-# 2. Adaptive on shared memory: speeds measured and agreed, the fast link makes every choice the
-# backend's own (no compressed call); on a configured slow link it compresses.
-train4 adaptive-shm --set parallel.comm_dtype=bf16 --set parallel.compression=adaptive \
-  --set parallel.compression_min_bytes=65536 && {
-  read -r calls compressed _ _ <<<"$(comm_totals "$(metrics adaptive-shm)" all_reduce)"
-  if grep -q "zip: adaptive compression: link .* GB/s (measured, min over ranks)" "$WORK/adaptive-shm.log" \
-     && grep -q "cannot beat this link .* at any ratio.*runs every collective directly" "$WORK/adaptive-shm.log" \
+# 2. Adaptive on shared memory: speeds measured and agreed, the fast link makes no call
+# compressed: with parallel.sum_order = backend every one is the backend's own (the decorator
+# steps aside), with fixed (the default) every one runs the plain algorithm.
+for order in backend fixed; do
+  train4 "adaptive-shm-$order" --set parallel.comm_dtype=bf16 --set parallel.compression=adaptive \
+    --set parallel.compression_min_bytes=65536 --set parallel.sum_order=$order || continue
+  log="$WORK/adaptive-shm-$order.log"
+  read -r calls compressed _ _ <<<"$(comm_totals "$(metrics "adaptive-shm-$order")" all_reduce)"
+  expected="runs every collective directly"
+  [[ $order == fixed ]] && expected="every call runs the plain algorithm \(parallel.sum_order = fixed\)"
+  if grep -q "zip: adaptive compression: link .* GB/s (measured, min over ranks)" "$log" \
+     && grep -qE "cannot beat this link .* at any ratio.*$expected" "$log" \
      && [[ "$calls" -gt 0 && "$compressed" == 0 ]]; then
-    pass "adaptive on shared memory: $(grep -o 'link [0-9.]* GB/s' "$WORK/adaptive-shm.log"), 0 of $calls all_reduce calls compressed"
+    pass "adaptive on shared memory, sum_order $order: $(grep -o 'link [0-9.]* GB/s' "$log"), 0 of $calls all_reduce calls compressed"
   else
-    fail "adaptive on shared memory: $compressed of $calls compressed; $(grep 'zip:' "$WORK/adaptive-shm.log" | head -n 3)"
+    fail "adaptive on shared memory, sum_order $order: $compressed of $calls compressed; $(grep 'zip:' "$log" | head -n 3)"
   fi
-}
+done
 train4 adaptive-slow --set parallel.comm_dtype=bf16 --set parallel.compression=adaptive \
   --set parallel.link_gbps=0.001 --set parallel.codec_gbps=1 && {
   read -r calls compressed _ _ <<<"$(comm_totals "$(metrics adaptive-slow)" all_reduce)"

@@ -1,15 +1,17 @@
 # `gossamer train --ranks N` (issue 41, train/inprocess_ranks.h): N ranks as threads of one
 # process equal `mpirun -np N` bit for bit (every logged loss, the final weights and optimizer
-# state) for each optimizer and ZeRO stage below, when both sum in gossamer's own fixed order
-# (parallel.compression = plain; the mpi backend's own sums are Open MPI's, docs/COMM.md "Sums");
+# state) for each optimizer and ZeRO stage below, with the default parallel.sum_order = fixed
+# (the inprocess backend's own sums against the zip decorator's plain algorithms over MPI) and
+# with parallel.compression = plain (the decorator on both sides);
 # a checkpoint written by one launch mode resumes under the other, bit-identical to the run
-# uninterrupted; 16 ranks run; bad uses are refused naming --ranks.
+# uninterrupted; 16 ranks run with the cores pooled; bad uses are refused naming --ranks, and
+# more ranks than memory allows before any rank starts.
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
 TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=12 --set train.eval_every=6 --set train.eval_batches=2
-        --set train.log_every=1 --set data.micro_batch=2 --set parallel.compression=plain)
+        --set train.log_every=1 --set data.micro_batch=2)
 ckpt() { echo "$WORK/$1/checkpoints/step_00000012/$2.safetensors"; }
 same_run() {  # A B: the same losses (every step and evaluation), weights and optimizer state
   diff <(grep -oE '"(val_)?loss":[^,]*' "$WORK/$1/metrics.jsonl") \
@@ -29,7 +31,7 @@ launched() {  # NAME N ARGS...
 }
 
 i=0
-for case in "2|" "3|--set parallel.zero_stage=1" "4|--set parallel.zero_stage=2" \
+for case in "2|" "3|--set parallel.zero_stage=1" "4|--set parallel.compression=plain" "4|--set parallel.zero_stage=2" \
             "4|--set optimizer.name=scape" "2|--set optimizer.name=smet" \
             "4|--set optimizer.name=gasloc --set optimizer.gasloc.local_steps=3" \
             "3|--set optimizer.name=diloco --set optimizer.diloco.local_steps=3"; do
@@ -52,8 +54,9 @@ inproc whole 2 "${ck[@]}" && launched whole-mpi 2 "${ck[@]}" \
   || fail "resume across launch modes"
 
 inproc sixteen 16 --set train.steps=4 --set train.eval_every=4 --set data.micro_batch=1 \
-  && grep -q -- "--ranks 16: the ranks are threads of this process" "$WORK/sixteen.log" \
-  && grep -q '"step":4' "$WORK/sixteen/metrics.jsonl" && pass "16 ranks in one process" \
+  && grep -q -- "--ranks 16: the ranks are threads of this process (the inprocess backend), 1 thread(s) each" "$WORK/sixteen.log" \
+  && { (( $(nproc) >= 16 )) || grep -q "at most $(nproc) rank(s) compute at once" "$WORK/sixteen.log"; } \
+  && grep -q '"step":4' "$WORK/sixteen/metrics.jsonl" && pass "16 ranks in one process, the cores pooled" \
   || fail "16 ranks: $(tail -n 3 "$WORK/sixteen.log")"
 
 expect_error "--ranks 0" "\[error\] --ranks 0: the number of ranks must be at least 1" \
@@ -62,6 +65,9 @@ expect_error "--ranks under mpirun" "\[error\] --ranks 2: this process was start
   mpirun_np 1 "$G" train -c $TINY --ranks 2 --out "$WORK/bad1"
 expect_error "--ranks on the GPU" "\[error\] --ranks 2 with kernels.device = cuda" \
   "$G" train -c $TINY --ranks 2 --set kernels.device=cuda --out "$WORK/bad2"
-[[ ! -e "$WORK/bad0" && ! -e "$WORK/bad1" && ! -e "$WORK/bad2" ]] && pass "nothing written by the refused runs" \
+# About 2 GiB per rank: one rank fits, 64 do not (on a machine with less than 128 GiB).
+expect_error "--ranks beyond memory" "the run needs at least [0-9.]+ GiB per rank .* for 64 rank\(s\) on it" \
+  "$G" train -c $TINY --ranks 64 --set model.n_layer=1000 --out "$WORK/bad3"
+[[ ! -e "$WORK/bad0" && ! -e "$WORK/bad1" && ! -e "$WORK/bad2" && ! -e "$WORK/bad3" ]] && pass "nothing written by the refused runs" \
   || fail "a refused run wrote its directory"
 finish

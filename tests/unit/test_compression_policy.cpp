@@ -1,6 +1,7 @@
 // Tests of the zip decorator's cost model and decision (src/comm/zip/compression_policy.h):
 // the modes, the small-message bypass, the model's predictions against hand-computed values,
-// the break-even ratio, and that a fast link (shared memory) never compresses.
+// the break-even ratio, that a fast link (shared memory) never compresses, and that with
+// parallel.sum_order = fixed adaptive falls back to the plain algorithm, never the backend's own.
 #include <gtest/gtest.h>
 
 #include "comm/zip/compression_policy.h"
@@ -76,6 +77,23 @@ TEST(CompressionPolicy, BreakEvenRatioAndFastLinks) {
   EXPECT_EQ(decide(inputs(Kind::ALL_GATHER, 64 << 20, 5.0, 2.0, 10.0)).path, Path::NATIVE);
   // Unknown speeds: native.
   EXPECT_EQ(decide(inputs(Kind::ALL_REDUCE, 64 << 20, 0.0, 2.0, 1.5)).path, Path::NATIVE);
+}
+
+TEST(CompressionPolicy, FixedOrderFallsBackToPlain) {
+  for (const bool fixed : {false, true}) {
+    const Path fallback = fixed ? Path::PLAIN : Path::NATIVE;
+    PolicyInputs fast = inputs(Kind::ALL_REDUCE, 64 << 20, 5.0, 2.0, 1.5);  // never pays
+    PolicyInputs small = inputs(Kind::ALL_REDUCE, 1000, 0.125, 2.0, 1.5);   // below min_bytes
+    PolicyInputs unknown = inputs(Kind::ALL_REDUCE, 64 << 20, 0.0, 2.0, 1.5);
+    PolicyInputs pays = inputs(Kind::ALL_REDUCE, 64 << 20, 0.125, 2.0, 1.5);
+    for (PolicyInputs* in : {&fast, &small, &unknown, &pays}) in->fixed_order = fixed;
+    EXPECT_EQ(decide(fast).path, fallback);
+    EXPECT_EQ(decide(small).path, fallback);
+    EXPECT_EQ(decide(unknown).path, fallback);
+    EXPECT_EQ(decide(pays).path, Path::COMPRESSED);
+    pays.mode = Compression::COMPRESSION_OFF;  // off is decided by wrap_with_compression
+    EXPECT_EQ(decide(pays).path, Path::NATIVE);
+  }
 }
 
 TEST(CompressionPolicy, CanEverPayIsTheBestCaseOfDecide) {

@@ -44,8 +44,8 @@ Decision decide(const PolicyInputs& in) {
     case Compression::COMPRESSION_ADAPTIVE:
       break;
   }
-  if (small || in.link_gbps <= 0 || in.codec_gbps <= 0 || in.ratio <= 0)
-    return {Path::NATIVE, 0, 0};
+  const Path fallback = in.fixed_order ? Path::PLAIN : Path::NATIVE;
+  if (small || in.link_gbps <= 0 || in.codec_gbps <= 0 || in.ratio <= 0) return {fallback, 0, 0};
   // Reduce-scatter: send (P-1)/P M, encode it and decode as much. All-gather: send (P-1)/P M,
   // encode the own part, decode the others. All-reduce: one, then the other.
   const double rs = pipelined_s(spread, 2 * spread, part, in);
@@ -65,7 +65,7 @@ Decision decide(const PolicyInputs& in) {
       d.compressed_s = rs + ag;
       break;
   }
-  d.path = d.compressed_s < (1 - kAdaptiveMargin) * d.native_s ? Path::COMPRESSED : Path::NATIVE;
+  d.path = d.compressed_s < (1 - kAdaptiveMargin) * d.native_s ? Path::COMPRESSED : fallback;
   return d;
 }
 

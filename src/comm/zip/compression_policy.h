@@ -37,6 +37,7 @@ inline constexpr double kAdaptiveMargin = 0.05;
 
 struct PolicyInputs {
   Compression mode = Compression::COMPRESSION_ADAPTIVE;
+  bool fixed_order = false;      // adaptive: fall back to PLAIN, not NATIVE
   Kind kind = Kind::ALL_REDUCE;  // ALL_REDUCE, REDUCE_SCATTER or ALL_GATHER
   size_t bytes = 0;              // the whole message (sum over ranks' parts)
   int world = 1;

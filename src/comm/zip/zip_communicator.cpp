@@ -127,9 +127,15 @@ ZipCommunicator::~ZipCommunicator() {
 
 Work ZipCommunicator::enqueue(Kind kind, size_t bytes, std::function<void()> task) {
   auto state = std::make_shared<CompletionState>();
+  // The wrapped backend's messages (a timeout, the last operation completed) name the context
+  // the operation was issued in; the worker, its only issuing thread, sets it.
+  auto with_context = [this, context = context_, task = std::move(task)] {
+    inner_->set_context(context);
+    task();
+  };
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.emplace_back(std::move(task), state);
+    queue_.emplace_back(std::move(with_context), state);
   }
   queue_cv_.notify_one();
   return Work(std::move(state), this, kind, bytes);
@@ -174,6 +180,7 @@ void ZipCommunicator::run_eligible(Kind kind, size_t bytes, DType dtype, ByteCou
   if (!ratio_.count(key)) ratio_[key] = initial_ratio(dtype);
   PolicyInputs in;
   in.mode = options_.mode;
+  in.fixed_order = options_.fixed_order;
   in.kind = kind;
   in.bytes = bytes;
   in.world = size();
@@ -385,9 +392,30 @@ std::unique_ptr<Communicator> ZipCommunicator::release_inner() {
 
 std::unique_ptr<Communicator> wrap_with_compression(std::unique_ptr<Communicator> inner,
                                                     const ZipOptions& options) {
-  if (options.mode == Compression::COMPRESSION_OFF) return inner;
+  if (options.mode == Compression::COMPRESSION_OFF) {
+    if (!options.fixed_order || inner->sums_in_fixed_order()) return inner;
+    ZipOptions plain = options;
+    plain.mode = Compression::COMPRESSION_PLAIN;
+    if (inner->rank() == 0)
+      log_info(
+          "parallel.sum_order = fixed: sum all-reduces, sum reduce-scatters and all-gathers of "
+          "bf16/fp32 run the zip decorator's plain algorithms over the %s backend, in the same "
+          "order under mpirun, srun and --ranks and with any MPI library (parallel.sum_order = "
+          "backend: the backend's own collectives)",
+          inner->backend());
+    return std::make_unique<ZipCommunicator>(std::move(inner), plain);
+  }
   auto zip = std::make_unique<ZipCommunicator>(std::move(inner), options);
   if (zip->compression_never_pays()) {
+    if (options.fixed_order) {
+      if (zip->rank() == 0)
+        log_info(
+            "zip: parallel.compression = adaptive: the codec (%.2f GB/s) cannot beat this link "
+            "(%.3f GB/s) at any ratio, so every call runs the plain algorithm "
+            "(parallel.sum_order = fixed)",
+            zip->codec_gbps(), zip->link_gbps());
+      return zip;
+    }
     if (zip->rank() == 0)
       log_info(
           "zip: parallel.compression = adaptive: the codec (%.2f GB/s) cannot beat this link "
@@ -401,7 +429,10 @@ std::unique_ptr<Communicator> wrap_with_compression(std::unique_ptr<Communicator
         "zip: parallel.compression = %s over the %s backend (sum all-reduce, sum "
         "reduce-scatter and all-gather of bf16/fp32 of %zu bytes and more%s)",
         std::string(enum_name(options.mode)).c_str(), zip->backend(), options.min_bytes,
-        options.mode == Compression::COMPRESSION_ADAPTIVE ? " when the model says it pays" : "");
+        options.mode == Compression::COMPRESSION_ADAPTIVE
+            ? (options.fixed_order ? " when the model says it pays, else plain"
+                                   : " when the model says it pays, else the backend's own")
+            : "");
   return zip;
 }
 

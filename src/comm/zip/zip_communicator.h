@@ -37,6 +37,9 @@ namespace gossamer::comm::zip {
 
 struct ZipOptions {
   Compression mode = Compression::COMPRESSION_ADAPTIVE;
+  // parallel.sum_order = fixed: mode off wraps a backend whose sums are not in the fixed order
+  // with mode plain, and adaptive falls back to plain instead of the backend's own collective.
+  bool fixed_order = false;
   size_t min_bytes = size_t{256} << 10;            // smaller messages are never compressed
   double link_gbps = 0;                            // 0: measured at construction
   double codec_gbps = 0;                           // 0: measured at construction
@@ -122,7 +125,8 @@ class ZipCommunicator final : public Communicator {
   std::thread worker_;
 };
 
-// The decorator for parallel.compression (nullptr-free: returns inner itself for "off").
+// The decorator for parallel.compression and parallel.sum_order: inner itself for "off" unless
+// fixed_order asks for the plain algorithms over a backend whose own sums are in another order.
 std::unique_ptr<Communicator> wrap_with_compression(std::unique_ptr<Communicator> inner,
                                                     const ZipOptions& options);
 
