@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
@@ -39,11 +40,31 @@ struct Message {
   Bytes data;
 };
 
-// The mailboxes of every (source, destination, channel) and the one lock they share.
+// What the others see of a rank in a roll call (InProcessCommunicator::absent_peers).
+struct RankState {
+  int waiting = 0;         // threads of the rank blocked for a message now
+  bool answering = false;  // in a roll call itself (it timed out too)
+  int64_t issued = 0;      // operations issued
+  std::string last;        // the last operation completed, with its context ("" if none)
+};
+
+// The mailboxes of every (source, destination, channel), each rank's RankState, and the one
+// lock they share.
 class World {
  public:
-  explicit World(int ranks) : ranks_(ranks), boxes_(size_t(ranks) * ranks * 2) {}
+  explicit World(int ranks)
+      : ranks_(ranks), boxes_(size_t(ranks) * ranks * 2), states_(size_t(ranks)) {}
   int ranks() const { return ranks_; }
+
+  RankState state(int rank) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return states_[size_t(rank)];
+  }
+  template <class F>
+  void update(int rank, F&& f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    f(states_[size_t(rank)]);
+  }
 
   void post(int from, int to, Channel ch, Kind kind, uint64_t seq, int stage, const void* data,
             size_t bytes) {
@@ -70,10 +91,15 @@ class World {
           });
       return found != q.end();
     };
+    RankState& waiter = states_[size_t(to)];
+    ++waiter.waiting;
+    bool arrived = true;
     if (!deadline)
       cv_.wait(lock, ready);
-    else if (!cv_.wait_until(lock, *deadline, ready))
-      return std::nullopt;
+    else
+      arrived = cv_.wait_until(lock, *deadline, ready);
+    --waiter.waiting;
+    if (!arrived) return std::nullopt;
     Message m = std::move(*found);
     q.erase(found);
     return m;
@@ -87,6 +113,7 @@ class World {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<std::deque<Message>> boxes_;
+  std::vector<RankState> states_;
 };
 
 // An issued operation: stages, each expecting one message from each of its sources (in order)
@@ -101,6 +128,8 @@ struct Stage {
 };
 
 struct Pending {
+  Kind kind = Kind::BARRIER;
+  std::string context;  // the communicator's context when it was issued
   std::deque<Stage> stages;
   std::vector<Bytes> got;  // of the front stage, so far
   bool done = false;
@@ -223,6 +252,7 @@ class InProcessCommunicator final : public Communicator {
         break;
       }
       front.done = true;
+      note_completed(front.kind, front.context);
       pending_.pop_front();
     }
     if (!op->error.empty()) throw Error(op->error);
@@ -424,6 +454,49 @@ class InProcessCommunicator final : public Communicator {
     issue(Kind::BARRIER, 0, {collective_stage(Kind::BARRIER, seq, 0, [](auto&) {})}).wait();
   }
 
+  // The mpi backend's roll call, read from the world: within a grace period (half the timeout,
+  // 0.5-10 s) a rank answers when it waits for a message or is in a roll call itself; a rank
+  // that computes, hangs or has ended does not. Same messages as MpiCommunicator::absent_peers.
+  std::string absent_peers() override {
+    const int P = size();
+    if (P < 2) return {};
+    world_->update(rank_, [](RankState& s) { s.answering = true; });
+    const double grace = std::clamp(timeout_s_ / 2, 0.5, 10.0);
+    std::vector<bool> answered(size_t(P), false);
+    answered[size_t(rank_)] = true;
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(grace));
+    std::vector<RankState> seen(static_cast<size_t>(P));
+    while (Clock::now() < deadline && std::count(answered.begin(), answered.end(), false) > 0) {
+      for (int p = 0; p < P; ++p) {
+        seen[size_t(p)] = world_->state(p);
+        if (seen[size_t(p)].waiting > 0 || seen[size_t(p)].answering) answered[size_t(p)] = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const RankState mine = world_->state(rank_);
+    std::string absent, elsewhere;
+    int num_absent = 0;
+    for (int p = 0; p < P; ++p) {
+      if (!answered[size_t(p)])
+        absent += strprintf("%s%d", num_absent++ ? ", " : "", p);
+      else if (p != rank_ && seen[size_t(p)].issued != mine.issued)
+        elsewhere += strprintf("; rank %d waits in its operation #%lld, this rank in #%lld", p,
+                               (long long)seen[size_t(p)].issued, (long long)mine.issued);
+    }
+    if (num_absent == 0)
+      return "every rank answered a roll call, so none is stopped or dead" +
+             (elsewhere.empty() ? std::string(": all wait in the same operation (a very slow "
+                                              "link? raise parallel.timeout_s)")
+                                : elsewhere + " (the ranks issued different operations)");
+    const std::string last = mine.last.empty()
+                                 ? std::string("no operation had completed on this rank")
+                                 : "the last operation completed on this rank was " + mine.last;
+    return strprintf(
+        "rank%s %s did not answer a roll call within %g s (stopped, hung or dead); %s%s",
+        num_absent > 1 ? "s" : "", absent.c_str(), grace, last.c_str(), elsewhere.c_str());
+  }
+
   [[noreturn]] void abort(int exit_code, const std::string& message) override {
     log_error("%s", message.c_str());
     std::fflush(nullptr);
@@ -490,15 +563,26 @@ class InProcessCommunicator final : public Communicator {
     return issue(kind, bytes, {collective_stage(kind, seq, 0, std::move(reduce))});
   }
 
+  void note_completed(Kind kind, const std::string& context) {
+    std::string what = context.empty() ? std::string(kind_name(kind))
+                                       : strprintf("%s (%s)", kind_name(kind), context.c_str());
+    world_->update(rank_, [&](RankState& s) { s.last = std::move(what); });
+  }
+
   Work issue(Kind kind, size_t bytes, std::deque<Stage> stages) {
     GOSSAMER_CHECK(failed_.empty(), "comm inprocess: rank %d: an earlier operation failed: %s",
                    rank_, failed_.c_str());
     auto op = std::make_shared<Pending>();
+    op->kind = kind;
+    op->context = context_;
     op->stages = std::move(stages);
-    if (op->stages.empty() && pending_.empty())
+    world_->update(rank_, [](RankState& s) { ++s.issued; });
+    if (op->stages.empty() && pending_.empty()) {
       op->done = true;  // everything was posted at issue, and nothing is before it
-    else
+      note_completed(kind, context_);
+    } else {
       pending_.push_back(op);
+    }
     return Work(std::make_shared<InProcessWork>(this, op), this, kind, bytes);
   }
 

@@ -4,8 +4,9 @@
 # (the inprocess backend's own sums against the zip decorator's plain algorithms over MPI) and
 # with parallel.compression = plain (the decorator on both sides);
 # a checkpoint written by one launch mode resumes under the other, bit-identical to the run
-# uninterrupted; 16 ranks run with the cores pooled; bad uses are refused naming --ranks, and
-# more ranks than memory allows before any rank starts.
+# uninterrupted; 16 ranks run with the cores pooled; a hung rank and NaN gradients end the run
+# with mpirun's messages and exit codes; bad uses are refused naming --ranks, and more ranks than
+# memory allows before any rank starts.
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
@@ -58,6 +59,25 @@ inproc sixteen 16 --set train.steps=4 --set train.eval_every=4 --set data.micro_
   && { (( $(nproc) >= 16 )) || grep -q "at most $(nproc) rank(s) compute at once" "$WORK/sixteen.log"; } \
   && grep -q '"step":4' "$WORK/sixteen/metrics.jsonl" && pass "16 ranks in one process, the cores pooled" \
   || fail "16 ranks: $(tail -n 3 "$WORK/sixteen.log")"
+
+# Faults and timeouts as under mpirun (tests/e2e/test_parallel_failure.sh): a rank that hangs is
+# named by the roll call, exit 3; NaN gradients on one rank stop every rank at that step, exit 1.
+rc=0
+GOSSAMER_FAULT=hang:1:3 timeout 120 "$G" train -c $TINY "${common[@]}" --ranks 2 --set train.steps=6 \
+  --set parallel.timeout_s=5 --out "$WORK/hang" >"$WORK/hang.log" 2>&1 || rc=$?
+hang_line='rank 0: [a-z_]+ of [0-9]+ bytes did not complete within 5 s \(step 3\); rank 1 did not answer a roll call within 2.5 s \(stopped, hung or dead\); the last operation completed on this rank was [a-z_]+ \(step [0-9]+\)'
+[[ $rc == 3 ]] && grep -qE "$hang_line" "$WORK/hang.log" \
+  && pass "hang on rank 1 of --ranks 2: exit 3, rank 0 names rank 1 as mpirun's does" \
+  && record_case "rank 1 of --ranks 2 hangs at step 3" $rc "$(grep -m1 -oE "$hang_line" "$WORK/hang.log" \
+       | sed -E 's/(of) [0-9]+ (bytes)/\1 N \2/; s/was [a-z_]+ \(step [0-9]+\)/was OP (step S)/')" \
+       GOSSAMER_FAULT=hang:1:3 gossamer train ... --ranks 2 --set parallel.timeout_s=5 \
+  || fail "hang under --ranks: exit $rc, $(grep -v '^\[info' "$WORK/hang.log" | tail -n 2)"
+rc=0
+GOSSAMER_FAULT=nan:1:3 "$G" train -c $TINY "${common[@]}" --ranks 2 --set train.steps=6 \
+  --out "$WORK/nan" >"$WORK/nan.log" 2>&1 || rc=$?
+[[ $rc == 1 ]] && grep -q "step 3: non-finite (NaN/Inf) gradients on rank 1, found before they were communicated" "$WORK/nan.log" \
+  && pass "NaN on rank 1 of --ranks 2: exit 1, rank 1 and step 3 named" \
+  || fail "nan under --ranks: exit $rc, $(grep -v '^\[info' "$WORK/nan.log" | tail -n 2)"
 
 expect_error "--ranks 0" "\[error\] --ranks 0: the number of ranks must be at least 1" \
   "$G" train -c $TINY --ranks 0 --out "$WORK/bad0"
