@@ -122,37 +122,12 @@ CommStats CommStats::plus(const CommStats& other) const {
   return combine(*this, other, +1);
 }
 
-namespace {
-thread_local BlockingHook* t_blocking_hook = nullptr;
-
-// Lends the thread's hook for the scope of a blocking wait.
-class LentWhileBlocked {
- public:
-  explicit LentWhileBlocked(bool blocks) : hook_(blocks ? t_blocking_hook : nullptr) {
-    if (hook_) hook_->release();
-  }
-  ~LentWhileBlocked() {
-    if (hook_) hook_->acquire();
-  }
-  LentWhileBlocked(const LentWhileBlocked&) = delete;
-  LentWhileBlocked& operator=(const LentWhileBlocked&) = delete;
-
- private:
-  BlockingHook* hook_;
-};
-}  // namespace
-
-void set_thread_blocking_hook(BlockingHook* hook) {
-  t_blocking_hook = hook;
-}
-
 void Work::wait() {
   if (!state_) return;
   const double limit = comm_ ? comm_->timeout() : 0;
   Stopwatch watch;
   bool completed = false;
   try {
-    LentWhileBlocked lent(!state_->done());
     completed = state_->wait_for(limit);
   } catch (...) {
     if (comm_) comm_->mutable_stats()[kind_].seconds_waited += watch.seconds();

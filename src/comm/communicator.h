@@ -90,17 +90,6 @@ class WorkState {
 
 class Communicator;
 
-// What a thread holds while it computes and lends while it blocks in Work::wait (the core pool
-// of ranks in one process, train/inprocess_ranks.cpp): release() before blocking, acquire()
-// after. Set per thread; a thread without one blocks holding nothing.
-class BlockingHook {
- public:
-  virtual ~BlockingHook() = default;
-  virtual void release() = 0;
-  virtual void acquire() = 0;
-};
-void set_thread_blocking_hook(BlockingHook* hook);  // nullptr: none
-
 // Handle to an asynchronous operation. A default-constructed Work is already complete.
 class Work {
  public:

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
@@ -24,7 +26,26 @@ namespace gossamer::comm {
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+// Message bytes: resize() leaves new elements uninitialised (they are written right after).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Bytes = std::vector<uint8_t, UninitAllocator<uint8_t>>;
 using Clock = std::chrono::steady_clock;
 
 // Collectives and point-to-point traffic never match each other's messages.
@@ -68,13 +89,33 @@ class World {
 
   void post(int from, int to, Channel ch, Kind kind, uint64_t seq, int stage, const void* data,
             size_t bytes) {
-    Message m{kind, seq, stage, Bytes(bytes)};
-    if (bytes > 0) std::memcpy(m.data.data(), data, bytes);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      box(from, to, ch).push_back(std::move(m));
+    Message m{kind, seq, stage, {}};
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (bytes > 0) {
+      // A spare buffer that holds it (fresh memory costs page faults on every message).
+      auto spare = spares_.lower_bound(bytes);
+      if (spare != spares_.end()) {
+        m.data = std::move(spare->second);
+        spares_.erase(spare);
+      }
+      lock.unlock();
+      m.data.resize(bytes);
+      std::memcpy(m.data.data(), data, bytes);
+      lock.lock();
     }
+    box(from, to, ch).push_back(std::move(m));
+    lock.unlock();
     cv_.notify_all();
+  }
+
+  // Keeps a received message's buffer for a later post (at most ranks^2 of them).
+  void recycle(Bytes&& b) {
+    if (b.capacity() == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (spares_.size() >= size_t(ranks_) * size_t(ranks_)) return;
+    const size_t capacity = b.capacity();
+    b.clear();
+    spares_.emplace(capacity, std::move(b));
   }
 
   // The message from `from` to `to` on `ch` with (seq, stage), or the oldest one for
@@ -114,6 +155,7 @@ class World {
   std::condition_variable cv_;
   std::vector<std::deque<Message>> boxes_;
   std::vector<RankState> states_;
+  std::multimap<size_t, Bytes> spares_;  // by capacity
 };
 
 // An issued operation: stages, each expecting one message from each of its sources (in order)
@@ -243,6 +285,7 @@ class InProcessCommunicator final : public Communicator {
           auto finish = std::move(s.finish);
           front.stages.pop_front();
           finish(got);  // may add the next stage
+          for (Bytes& b : got) world_->recycle(std::move(b));
         }
       } catch (const std::exception& e) {
         // MPI's rule: once an operation failed, every later one fails too.

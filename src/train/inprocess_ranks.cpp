@@ -4,10 +4,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -20,55 +18,6 @@
 #include "train/memory_check.h"
 
 namespace gossamer::train {
-
-namespace {
-
-// `cores` slots; a rank computes holding one and lends it while it waits on communication.
-class CorePool {
- public:
-  explicit CorePool(int cores) : free_(cores) {}
-  void acquire() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [this] { return free_ > 0; });
-    --free_;
-  }
-  void release() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++free_;
-    }
-    cv_.notify_one();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int free_;
-};
-
-// One rank's slot of the pool, held from its start to its end but while it blocks.
-class PoolSlot final : public comm::BlockingHook {
- public:
-  explicit PoolSlot(CorePool* pool) : pool_(pool) {
-    if (!pool_) return;
-    pool_->acquire();
-    comm::set_thread_blocking_hook(this);
-  }
-  ~PoolSlot() override {
-    if (!pool_) return;
-    comm::set_thread_blocking_hook(nullptr);
-    pool_->release();
-  }
-  PoolSlot(const PoolSlot&) = delete;
-  PoolSlot& operator=(const PoolSlot&) = delete;
-  void release() override { pool_->release(); }
-  void acquire() override { pool_->acquire(); }
-
- private:
-  CorePool* pool_;
-};
-
-}  // namespace
 
 int run_training_ranks(const run::RunConfig& config, const TrainStart& start, int ranks) {
   GOSSAMER_CHECK(ranks >= 1, "--ranks %d: the number of ranks must be at least 1", ranks);
@@ -84,21 +33,16 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
                  ranks);
   GOSSAMER_CHECK(!start.control_comm, "--ranks: the run's control communicator is already set");
   interrupt_install();  // before the rank threads: they inherit its signal mask
-  // Each rank's ops: kernels.threads, or cores / ranks (configure_cpu_kernels, per thread).
+  // Each rank's ops: kernels.threads, or cores / ranks (configure_cpu_kernels, per thread). No
+  // pool limits how many compute at once: one made 4-64 ranks on 2 cores 8-100% slower than
+  // the scheduler's time slices (docs/PERF.md, "Ranks in one process").
   const int cores = std::max(1, omp_get_num_procs());
   const int threads_per_rank =
       config.kernels.threads > 0 ? config.kernels.threads : std::max(1, cores / ranks);
-  const int slots = std::max(1, cores / threads_per_rank);
-  std::unique_ptr<CorePool> pool = ranks > slots ? std::make_unique<CorePool>(slots) : nullptr;
   log_info(
       "--ranks %d: the ranks are threads of this process (the inprocess backend), %d "
-      "thread(s) each on %d core(s)%s",
-      ranks, threads_per_rank, cores,
-      pool ? strprintf("; at most %d rank(s) compute at once, a rank waiting on "
-                       "communication lends its core(s)",
-                       slots)
-                 .c_str()
-           : "");
+      "thread(s) each on %d core(s)",
+      ranks, threads_per_rank, cores);
   // Once, before any rank allocates: every rank checks against this figure.
   TrainStart shared = start;
   shared.host_memory = available_host_memory();
@@ -115,7 +59,6 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
           std::make_shared<std::unique_ptr<comm::Communicator>>(std::move(comms[size_t(r)]));
       mine.control_comm = [comm] { return std::move(*comm); };
       try {
-        PoolSlot slot(pool.get());
         codes[size_t(r)] = run_training(config, mine);
       } catch (...) {
         errors[size_t(r)] = std::current_exception();

@@ -3,10 +3,9 @@
 // (comm/inprocess_communicator.h), its own model replica, optimizer, data position and log rank,
 // as under `mpirun -np N`; rank 0 writes the run directory. Refused under a launcher (its ranks
 // are processes already) and on the GPU (one GPU per rank). The ranks share the machine's
-// cores: each rank's ops get kernels.threads threads (0: cores / N, at least 1), and when the
-// ranks need more than there are, a pool lets cores / threads ranks compute at once, a rank
-// blocked on communication lending its slot (comm::BlockingHook). Memory is checked once,
-// before any rank allocates, for N ranks (train/memory_check.h).
+// cores through the scheduler: each rank's ops get kernels.threads threads (0: cores / N, at
+// least 1). Memory is checked once, before any rank allocates, for N ranks
+// (train/memory_check.h).
 // Returns the first non-zero exit code
 // in rank order (0 when every rank finished); an error on a rank is rethrown (the lowest rank's).
 #pragma once

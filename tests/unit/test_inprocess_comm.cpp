@@ -3,11 +3,9 @@
 // values where order matters (against a fold written here, and against the zip decorator's plain
 // path over the same ranks, so parallel.sum_order = fixed wraps nothing), uneven and zero counts,
 // the in-place forms, completion in issue order when a later Work is waited on first, the
-// analytic byte counts, a rank that issued another collective named on both sides, and the
-// blocking hook lent while a wait blocks.
+// analytic byte counts, and a rank that issued another collective named on both sides.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -168,31 +166,6 @@ TEST(InProcessComm, SameBitsAsTheZipDecoratorsPlainPath) {
         gossamer::comm::make_inprocess_communicators(P));
     expect_all_right(res, "zip plain vs direct, P=" + std::to_string(P));
   }
-}
-
-// A thread blocked in Work::wait lends its hook's resource (the core pool of --ranks) and takes
-// it back after; a wait that does not block lends nothing.
-TEST(InProcessComm, BlockingWaitLendsTheThreadsHook) {
-  struct Counting final : gossamer::comm::BlockingHook {
-    int released = 0, acquired = 0;
-    void release() override { ++released; }
-    void acquire() override { ++acquired; }
-  };
-  std::vector<Counting> hooks(2);
-  auto res = run_ranks(2, [&](Communicator& c) {
-    gossamer::comm::set_thread_blocking_hook(&hooks[size_t(c.rank())]);
-    float x = 1;
-    if (c.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    gossamer::comm::Work w = c.all_reduce(&x, 1, DType::F32, ReduceOp::SUM);
-    w.wait();  // rank 0 blocks for rank 1
-    w.wait();  // done: no lending
-    gossamer::comm::set_thread_blocking_hook(nullptr);
-    return size_t(x != 2);
-  });
-  expect_all_right(res, "all_reduce with hooks");
-  EXPECT_EQ(hooks[0].released, 1);
-  EXPECT_EQ(hooks[0].acquired, 1);
-  EXPECT_EQ(hooks[1].released, hooks[1].acquired);
 }
 
 // parallel.sum_order = fixed needs no decorator over this backend: its own sums are the order.
