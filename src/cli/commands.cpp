@@ -77,9 +77,14 @@ Subcommand add_train_command(CLI::App& app) {
                            "run in the directory)");
             std::vector<std::string> sets = a->sets;
             if (!a->out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a->out).dump());
-            if (ranks->count() > 0)
-              return train::run_training_ranks(run::load_run_config(a->config, sets), s, a->ranks);
-            return train::run_training(run::load_run_config(a->config, sets), s);
+            run::RunConfig config = run::load_run_config(a->config, sets);
+            if (ranks->count() > 0) {
+              config.parallel.ranks = a->ranks;
+              return train::run_training_ranks(config, s, a->ranks, "--ranks");
+            }
+            if (config.parallel.ranks > 0)
+              return train::run_training_ranks(config, s, config.parallel.ranks, "parallel.ranks");
+            return train::run_training(config, s);
           }};
 }
 

@@ -6,6 +6,8 @@
 namespace gossamer::comm {
 
 void CommConfig::validate(const std::string& p) const {
+  GOSSAMER_CHECK(ranks >= 0, "%sranks: must be >= 0 (0: the launcher's ranks), found %d", p.c_str(),
+                 ranks);
   GOSSAMER_CHECK(timeout_s >= 0, "%stimeout_s: must be >= 0, found %g", p.c_str(), timeout_s);
   GOSSAMER_CHECK(compression_min_bytes >= 0, "%scompression_min_bytes: must be >= 0, found %lld",
                  p.c_str(), (long long)compression_min_bytes);

@@ -18,6 +18,7 @@ enum class SumOrder { SUM_ORDER_FIXED, SUM_ORDER_BACKEND };
 
 struct CommConfig {
   Backend backend = Backend::BACKEND_AUTO;
+  int ranks = 0;
   double timeout_s = 300;
   zip::Compression compression = zip::Compression::COMPRESSION_OFF;
   int64_t compression_min_bytes = int64_t{256} << 10;
@@ -30,6 +31,10 @@ struct CommConfig {
     v("backend", backend,
       "communicator: auto (nccl for device buffers with a GPU; for host buffers mpi under "
       "mpirun/srun, else single)");
+    v("ranks", ranks,
+      "N >= 1: the run's N ranks as threads of this process (the inprocess backend; as "
+      "`train --ranks N`, which overrides it; refused under a launcher); 0: one process per "
+      "rank, as the launcher (mpirun, srun) started them");
     v("timeout_s", timeout_s,
       "a collective blocked longer than this ends the job naming the rank and step (0: never)");
     v("compression", compression,

@@ -19,18 +19,19 @@
 
 namespace gossamer::train {
 
-int run_training_ranks(const run::RunConfig& config, const TrainStart& start, int ranks) {
-  GOSSAMER_CHECK(ranks >= 1, "--ranks %d: the number of ranks must be at least 1", ranks);
+int run_training_ranks(const run::RunConfig& config, const TrainStart& start, int ranks,
+                       const char* key) {
+  GOSSAMER_CHECK(ranks >= 1, "%s %d: the number of ranks must be at least 1", key, ranks);
   const comm::LaunchEnv env = comm::detect_launch_env();
   GOSSAMER_CHECK(std::string_view(env.source) == "none",
-                 "--ranks %d: this process was started by a launcher (%s variables found), "
-                 "whose ranks are processes already: use --ranks without mpirun or srun, or the "
-                 "launcher without --ranks",
-                 ranks, env.source);
+                 "%s %d: this process was started by a launcher (%s variables found), "
+                 "whose ranks are processes already: use %s without mpirun or srun, or the "
+                 "launcher without it",
+                 key, ranks, env.source, key);
   GOSSAMER_CHECK(config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CPU,
-                 "--ranks %d with kernels.device = cuda: ranks in one process run on the CPU "
+                 "%s %d with kernels.device = cuda: ranks in one process run on the CPU "
                  "(one GPU per rank needs a launcher)",
-                 ranks);
+                 key, ranks);
   GOSSAMER_CHECK(!start.control_comm, "--ranks: the run's control communicator is already set");
   interrupt_install();  // before the rank threads: they inherit its signal mask
   // Each rank's ops: kernels.threads, or cores / ranks (configure_cpu_kernels, per thread). No
@@ -40,9 +41,9 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
   const int threads_per_rank =
       config.kernels.threads > 0 ? config.kernels.threads : std::max(1, cores / ranks);
   log_info(
-      "--ranks %d: the ranks are threads of this process (the inprocess backend), %d "
+      "%s %d: the ranks are threads of this process (the inprocess backend), %d "
       "thread(s) each on %d core(s)",
-      ranks, threads_per_rank, cores);
+      key, ranks, threads_per_rank, cores);
   // Once, before any rank allocates: every rank checks against this figure.
   TrainStart shared = start;
   shared.host_memory = available_host_memory();

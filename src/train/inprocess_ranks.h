@@ -15,6 +15,8 @@
 
 namespace gossamer::train {
 
-int run_training_ranks(const run::RunConfig& config, const TrainStart& start, int ranks);
+// `key` names the setting in messages: "--ranks" or "parallel.ranks".
+int run_training_ranks(const run::RunConfig& config, const TrainStart& start, int ranks,
+                       const char* key = "--ranks");
 
 }  // namespace gossamer::train

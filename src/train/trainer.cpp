@@ -22,6 +22,10 @@ namespace gossamer::train {
 int run_training(run::RunConfig config, const TrainStart& start) {
   interrupt_install();  // first: every thread created from here on inherits the mask
   config.parallel.validate();
+  GOSSAMER_CHECK(config.parallel.ranks == 0 || start.control_comm,
+                 "parallel.ranks = %d: ranks in one process start through `gossamer train` "
+                 "(train/inprocess_ranks.h)",
+                 config.parallel.ranks);
   const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
   run::RunCommunicators comms(config, start.control_comm ? start.control_comm() : nullptr);
   log_set_rank(comms.control().rank());

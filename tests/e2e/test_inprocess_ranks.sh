@@ -43,6 +43,11 @@ for case in "2|" "3|--set parallel.zero_stage=1" "4|--set parallel.compression=p
     || fail "--ranks $n differs from mpirun -np $n ${args:-(adamw)}"
 done
 
+# parallel.ranks in the config is --ranks.
+"$G" train -c $TINY "${common[@]}" --set parallel.ranks=2 --out "$WORK/key" >"$WORK/key.log" 2>&1 \
+  && same_run in1 key && pass "parallel.ranks = 2 is --ranks 2 bit for bit" \
+  || fail "parallel.ranks = 2: $(tail -n 3 "$WORK/key.log")"
+
 # Across launch modes: checkpoint 6 of each resumed by the other gives the uninterrupted run.
 ck=(--set train.checkpoint_every=6 --set train.keep_checkpoints=0)
 inproc whole 2 "${ck[@]}" && launched whole-mpi 2 "${ck[@]}" \
@@ -84,9 +89,13 @@ expect_error "--ranks under mpirun" "\[error\] --ranks 2: this process was start
   mpirun_np 1 "$G" train -c $TINY --ranks 2 --out "$WORK/bad1"
 expect_error "--ranks on the GPU" "\[error\] --ranks 2 with kernels.device = cuda" \
   "$G" train -c $TINY --ranks 2 --set kernels.device=cuda --out "$WORK/bad2"
+expect_error "parallel.ranks under mpirun" "\[error\] parallel.ranks 2: this process was started by a launcher" \
+  mpirun_np 1 "$G" train -c $TINY --set parallel.ranks=2 --out "$WORK/bad4"
+expect_error "parallel.ranks negative" "parallel.ranks: must be >= 0 \(0: the launcher's ranks\), found -1" \
+  "$G" train -c $TINY --set parallel.ranks=-1 --out "$WORK/bad5"
 # About 2 GiB per rank: one rank fits, 64 do not (on a machine with less than 128 GiB).
 expect_error "--ranks beyond memory" "the run needs at least [0-9.]+ GiB per rank .* for 64 rank\(s\) on it" \
   "$G" train -c $TINY --ranks 64 --set model.n_layer=1000 --out "$WORK/bad3"
-[[ ! -e "$WORK/bad0" && ! -e "$WORK/bad1" && ! -e "$WORK/bad2" && ! -e "$WORK/bad3" ]] && pass "nothing written by the refused runs" \
+[[ ! -e "$WORK/bad0" && ! -e "$WORK/bad1" && ! -e "$WORK/bad2" && ! -e "$WORK/bad3" && ! -e "$WORK/bad4" && ! -e "$WORK/bad5" ]] && pass "nothing written by the refused runs" \
   || fail "a refused run wrote its directory"
 finish
