@@ -122,6 +122,31 @@ CommStats CommStats::plus(const CommStats& other) const {
   return combine(*this, other, +1);
 }
 
+std::string roll_call_report(int rank, const std::vector<bool>& answered,
+                             const std::vector<int64_t>& issued, const std::string& last,
+                             double grace_s) {
+  std::string absent, elsewhere;
+  int num_absent = 0;
+  const int64_t mine = issued[size_t(rank)];
+  for (size_t p = 0; p < answered.size(); ++p) {
+    if (!answered[p])
+      absent += strprintf("%s%zu", num_absent++ ? ", " : "", p);
+    else if (int(p) != rank && issued[p] != mine)
+      elsewhere += strprintf("; rank %zu waits in its operation #%lld, this rank in #%lld", p,
+                             (long long)issued[p], (long long)mine);
+  }
+  if (num_absent == 0)
+    return "every rank answered a roll call, so none is stopped or dead" +
+           (elsewhere.empty() ? std::string(": all wait in the same operation (a very slow "
+                                            "link? raise parallel.timeout_s)")
+                              : elsewhere + " (the ranks issued different operations)");
+  const std::string seen = last.empty() ? std::string("no operation had completed on this rank")
+                                        : "the last operation completed on this rank was " + last;
+  return strprintf("rank%s %s did not answer a roll call within %g s (stopped, hung or dead); %s%s",
+                   num_absent > 1 ? "s" : "", absent.c_str(), grace_s, seen.c_str(),
+                   elsewhere.c_str());
+}
+
 void Work::wait() {
   if (!state_) return;
   const double limit = comm_ ? comm_->timeout() : 0;

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/enum_names.h"
 
@@ -89,6 +90,14 @@ class WorkState {
 };
 
 class Communicator;
+
+// The text absent_peers() returns, shared by the backends: after a roll call in which rank p
+// answered (answered[p]) and had issued issued[p] operations (read only for ranks that answered),
+// the ranks that did not answer and the last operation completed on this rank (`last`, "" if
+// none), or, when all answered, whether they wait in the same operation.
+std::string roll_call_report(int rank, const std::vector<bool>& answered,
+                             const std::vector<int64_t>& issued, const std::string& last,
+                             double grace_s);
 
 // Handle to an asynchronous operation. A default-constructed Work is already complete.
 class Work {

@@ -517,27 +517,11 @@ class InProcessCommunicator final : public Communicator {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    std::vector<int64_t> issued(static_cast<size_t>(P), 0);
+    for (int p = 0; p < P; ++p) issued[size_t(p)] = seen[size_t(p)].issued;
     const RankState mine = world_->state(rank_);
-    std::string absent, elsewhere;
-    int num_absent = 0;
-    for (int p = 0; p < P; ++p) {
-      if (!answered[size_t(p)])
-        absent += strprintf("%s%d", num_absent++ ? ", " : "", p);
-      else if (p != rank_ && seen[size_t(p)].issued != mine.issued)
-        elsewhere += strprintf("; rank %d waits in its operation #%lld, this rank in #%lld", p,
-                               (long long)seen[size_t(p)].issued, (long long)mine.issued);
-    }
-    if (num_absent == 0)
-      return "every rank answered a roll call, so none is stopped or dead" +
-             (elsewhere.empty() ? std::string(": all wait in the same operation (a very slow "
-                                              "link? raise parallel.timeout_s)")
-                                : elsewhere + " (the ranks issued different operations)");
-    const std::string last = mine.last.empty()
-                                 ? std::string("no operation had completed on this rank")
-                                 : "the last operation completed on this rank was " + mine.last;
-    return strprintf(
-        "rank%s %s did not answer a roll call within %g s (stopped, hung or dead); %s%s",
-        num_absent > 1 ? "s" : "", absent.c_str(), grace, last.c_str(), elsewhere.c_str());
+    issued[size_t(rank_)] = mine.issued;
+    return roll_call_report(rank_, answered, issued, mine.last, grace);
   }
 
   [[noreturn]] void abort(int exit_code, const std::string& message) override {

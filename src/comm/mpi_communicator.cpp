@@ -440,26 +440,10 @@ std::string MpiCommunicator::absent_peers() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // The requests are left pending: the job is aborted right after.
-  std::string absent, elsewhere;
-  int num_absent = 0;
-  for (int p = 0; p < size_; ++p) {
-    if (!answered[size_t(p)]) {
-      absent += strprintf("%s%d", num_absent++ ? ", " : "", p);
-    } else if (p != rank_ && theirs[size_t(p)].issued != mine.issued) {
-      elsewhere += strprintf("; rank %d waits in its operation #%lld, this rank in #%lld", p,
-                             (long long)theirs[size_t(p)].issued, (long long)mine.issued);
-    }
-  }
-  if (num_absent == 0)
-    return "every rank answered a roll call, so none is stopped or dead" +
-           (elsewhere.empty() ? std::string(": all wait in the same operation (a very slow "
-                                            "link? raise parallel.timeout_s)")
-                              : elsewhere + " (the ranks issued different operations)");
-  const std::string seen = last.empty() ? std::string("no operation had completed on this rank")
-                                        : "the last operation completed on this rank was " + last;
-  return strprintf("rank%s %s did not answer a roll call within %g s (stopped, hung or dead); %s%s",
-                   num_absent > 1 ? "s" : "", absent.c_str(), grace, seen.c_str(),
-                   elsewhere.c_str());
+  std::vector<int64_t> issued(size_t(size_), 0);
+  for (int p = 0; p < size_; ++p) issued[size_t(p)] = theirs[size_t(p)].issued;
+  issued[size_t(rank_)] = mine.issued;
+  return roll_call_report(rank_, answered, issued, last, grace);
 }
 
 void MpiCommunicator::abort(int exit_code, const std::string& message) {
