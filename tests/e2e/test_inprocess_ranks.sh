@@ -1,6 +1,6 @@
 # `gossamer train --ranks N` (issue 41, train/inprocess_ranks.h): N ranks as threads of one
-# process equal `mpirun -np N` bit for bit (every logged loss, the final weights and optimizer
-# state) for each optimizer and ZeRO stage below, with the default parallel.sum_order = fixed
+# process equal `mpirun -np N` bit for bit (every logged loss and byte count, the final weights
+# and optimizer state) for each optimizer and ZeRO stage below, with the default parallel.sum_order = fixed
 # (the inprocess backend's own sums against the zip decorator's plain algorithms over MPI) and
 # with parallel.compression = plain (the decorator on both sides);
 # a checkpoint written by one launch mode resumes under the other, bit-identical to the run
@@ -14,9 +14,10 @@ TINY=configs/test/gpt2-tiny-v512.json
 common=(--set train.steps=12 --set train.eval_every=6 --set train.eval_batches=2
         --set train.log_every=1 --set data.micro_batch=2)
 ckpt() { echo "$WORK/$1/checkpoints/step_00000012/$2.safetensors"; }
-same_run() {  # A B: the same losses (every step and evaluation), weights and optimizer state
-  diff <(grep -oE '"(val_)?loss":[^,]*' "$WORK/$1/metrics.jsonl") \
-       <(grep -oE '"(val_)?loss":[^,]*' "$WORK/$2/metrics.jsonl") >/dev/null \
+same_run() {  # A B: the same losses (every step and evaluation), bytes sent (per kind and per
+  # rank), weights and optimizer state
+  diff <(grep -oE '"(val_)?loss":[^,]*|"bytes_sent":[0-9]+' "$WORK/$1/metrics.jsonl") \
+       <(grep -oE '"(val_)?loss":[^,]*|"bytes_sent":[0-9]+' "$WORK/$2/metrics.jsonl") >/dev/null \
     && cmp -s "$(ckpt "$1" model)" "$(ckpt "$2" model)" \
     && cmp -s "$(ckpt "$1" optimizer)" "$(ckpt "$2" optimizer)"
 }
@@ -35,7 +36,9 @@ i=0
 for case in "2|" "3|--set parallel.zero_stage=1" "4|--set parallel.compression=plain" "4|--set parallel.zero_stage=2" \
             "4|--set optimizer.name=scape" "2|--set optimizer.name=smet" \
             "4|--set optimizer.name=gasloc --set optimizer.gasloc.local_steps=3" \
-            "3|--set optimizer.name=diloco --set optimizer.diloco.local_steps=3"; do
+            "3|--set optimizer.name=diloco --set optimizer.diloco.local_steps=3" \
+            "2|--set optimizer.name=dst" "4|--set optimizer.name=gossip" \
+            "3|--set optimizer.name=local_adamw"; do
   i=$((i + 1)); n="${case%%|*}"; args="${case#*|}"
   # shellcheck disable=SC2086  # args holds whole --set options
   inproc "in$i" "$n" $args && launched "mpi$i" "$n" $args || continue
