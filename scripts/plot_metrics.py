@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Plots training and validation loss of one or more runs from their metrics.jsonl into a PNG.
 
-Usage: /usr/bin/python3 scripts/plot_metrics.py [--title TEXT] [--x step|time|bytes] OUT.png
-           RUN_DIR [RUN_DIR ...]
+Usage: /usr/bin/python3 scripts/plot_metrics.py [--title TEXT] [--x step|time|sim_time|bytes]
+           OUT.png RUN_DIR [RUN_DIR ...]
 --x: the horizontal axis: the step (default), the training time (the sum of the logged step
-times, rank 0's view; evaluation excluded) or the bytes rank 0 sent (the sum of the logged
+times, rank 0's view; evaluation excluded), the simulated training time (the same sum of
+time_s.sim, runs with parallel.sim only) or the bytes rank 0 sent (the sum of the logged
 per-step bytes_sent), each up to the step of the point; a run whose rank 0 sent nothing (one
 rank) is drawn at 0 with a note on the plot. The training curve is a centred moving average over
 2% of the run (no lag); the legend sits outside the axes.
@@ -37,6 +38,11 @@ def read_metrics(run_dir, x_axis="step"):
             if "loss" in j:
                 if x_axis == "time":
                     total += j["time_s"]["total"]
+                elif x_axis == "sim_time":
+                    if "sim" not in j["time_s"]:
+                        sys.exit(f"{path}:{n}: --x sim_time: this run has no simulated time "
+                                 "(train it with --ranks N and parallel.sim.network)")
+                    total += j["time_s"]["sim"]
                 elif x_axis == "bytes":
                     total += j["bytes_sent"]
                 at_step[j["step"]] = total
@@ -69,10 +75,10 @@ def main():
     while len(args) >= 2 and args[0] in ("--title", "--x"):
         if args[0] == "--title":
             title = args[1]
-        elif args[1] in ("step", "time", "bytes"):
+        elif args[1] in ("step", "time", "sim_time", "bytes"):
             x_axis = args[1]
         else:
-            sys.exit(f"--x: expected step, time or bytes, found {args[1]!r}")
+            sys.exit(f"--x: expected step, time, sim_time or bytes, found {args[1]!r}")
         args = args[2:]
     if len(args) < 2:
         sys.exit(__doc__)
@@ -93,6 +99,7 @@ def main():
             steps, losses = zip(*val)
             ax.plot(steps, losses, "o--", color=color, label=f"{label} validation")
     ax.set_xlabel({"step": "step", "time": "training time (s, rank 0)",
+                   "sim_time": "simulated training time (s, rank 0)",
                    "bytes": "bytes sent by rank 0"}[x_axis])
     ax.set_ylabel("loss (nats/token)")
     ax.set_title(title)

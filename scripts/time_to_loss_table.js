@@ -1,7 +1,9 @@
 // Prints the time-to-loss table of the timed studies (scripts/study-time-to-loss.sh,
 // scripts/study-gasloc-links.sh): per run directory, the training time (the sum of rank 0's
 // logged step times, evaluation excluded) until its validation loss first reaches the target,
-// which defaults to the final validation loss of the first run named.
+// which defaults to the final validation loss of the first run named. A run with simulated time
+// (parallel.sim, `train --ranks N`) is timed by its simulated step times (time_s.sim) instead,
+// and its label says "(simulated)".
 // Usage: node scripts/time_to_loss_table.js TARGET|"" DIR:LABEL [DIR:LABEL ...]
 "use strict";
 const fs = require("fs");
@@ -9,7 +11,8 @@ const [targetArg, ...runsArg] = process.argv.slice(2);
 const runs = runsArg.map((a) => {
   const i = a.lastIndexOf(":");
   const lines = fs.readFileSync(`${a.slice(0, i)}/metrics.jsonl`, "utf8").split("\n").filter(Boolean).map(JSON.parse);
-  return {label: a.slice(i + 1), lines};
+  const simulated = lines.some((j) => j.time_s && "sim" in j.time_s);
+  return {label: a.slice(i + 1) + (simulated ? " (simulated)" : ""), lines, simulated};
 });
 const vals = (r) => r.lines.filter((j) => "val_loss" in j && j.step > 0);
 const final = (r) => vals(r)[vals(r).length - 1];
@@ -21,10 +24,11 @@ const med = (v) => { v = v.slice().sort((a, b) => a - b); return v[Math.floor(v.
 const times = [];
 for (const r of runs) {
   const steps = r.lines.filter((j) => "loss" in j);
+  const time = (j) => (r.simulated ? j.time_s.sim : j.time_s.total);
   const hit = vals(r).find((j) => j.val_loss <= target + 1e-12);
-  const t = hit ? steps.filter((j) => j.step <= hit.step).reduce((s, j) => s + j.time_s.total, 0) : NaN;
+  const t = hit ? steps.filter((j) => j.step <= hit.step).reduce((s, j) => s + time(j), 0) : NaN;
   times.push(t);
-  console.log(`| ${r.label} | ${steps.length} | ${(1e3 * med(steps.map((j) => j.time_s.total))).toFixed(0)} ms | ` +
+  console.log(`| ${r.label} | ${steps.length} | ${(1e3 * med(steps.map(time))).toFixed(0)} ms | ` +
     `${final(r).val_loss.toFixed(4)} | ${hit ? "step " + hit.step : "not reached"} | ` +
     `${hit ? t.toFixed(1) + " s" : "-"} |`);
 }

@@ -13,6 +13,7 @@ void CommConfig::validate(const std::string& p) const {
                  p.c_str(), (long long)compression_min_bytes);
   GOSSAMER_CHECK(link_gbps >= 0, "%slink_gbps: must be >= 0 (0: measure), found %g", p.c_str(),
                  link_gbps);
+  sim.validate(p + "sim.");
   GOSSAMER_CHECK(codec_gbps >= 0, "%scodec_gbps: must be >= 0 (0: measure), found %g", p.c_str(),
                  codec_gbps);
 }

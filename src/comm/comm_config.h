@@ -1,13 +1,14 @@
 // CommConfig: the communicator's keys of a run config's `parallel` section (backend, timeout,
-// the order of float sums, lossless compression and its cost model). The comm layer owns them;
-// optim::ParallelConfig adds the data-parallel optimizers' keys, and run/run_communicators.h
-// builds from them.
+// the order of float sums, lossless compression and its cost model, simulated time). The comm
+// layer owns them; optim::ParallelConfig adds the data-parallel optimizers' keys, and
+// run/run_communicators.h builds from them.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/sim_config.h"
 #include "comm/zip/compression_policy.h"
 #include "comm/zip/zip_communicator.h"
 
@@ -25,6 +26,7 @@ struct CommConfig {
   SumOrder sum_order = SumOrder::SUM_ORDER_FIXED;
   double link_gbps = 0;
   double codec_gbps = 0;
+  SimConfig sim;
 
   template <class V>
   void visit(V& v) {
@@ -57,6 +59,10 @@ struct CommConfig {
       "the codec's encode/decode throughput in GB/s for the adaptive cost model (0: measured at "
       "start-up, the minimum over ranks; set it and link_gbps to make the choices, and so the "
       "bits, reproducible from run to run)");
+    v.subsection("sim", sim,
+                 "simulated time on a modelled network, for ranks in one process "
+                 "(docs/NETWORK.md)",
+                 "");
   }
   // Errors name the key under `path` ("parallel.").
   void validate(const std::string& path) const;

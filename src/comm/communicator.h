@@ -90,6 +90,7 @@ class WorkState {
 };
 
 class Communicator;
+class SimClock;
 
 // The text absent_peers() returns, shared by the backends: after a roll call in which rank p
 // answered (answered[p]) and had issued issued[p] operations (read only for ranks that answered),
@@ -185,6 +186,10 @@ class Communicator {
   // hung or dead) and what is known of them, as text for the timeout message ("" when the
   // backend cannot tell). May take a few seconds; the job is aborted right after.
   virtual std::string absent_peers() { return {}; }
+
+  // This rank's simulated clock (parallel.sim, sim_clock.h): only ranks in one process have one;
+  // decorators forward their inner communicator's. Null when time is not simulated.
+  virtual SimClock* sim_clock() { return nullptr; }
 
   // A Work::wait() or barrier() blocked longer than this aborts the job (abort(kExitPeerFailure,
   // ...)) with a message naming this rank, the operation and the context. 0 = wait forever.

@@ -18,6 +18,7 @@
 
 #include "comm/byte_accounting.h"
 #include "comm/op_args.h"
+#include "comm/sim_clock.h"
 #include "core/bf16.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -59,6 +60,7 @@ struct Message {
   uint64_t seq = 0;
   int stage = 0;
   Bytes data;
+  double arrives = 0;  // simulated time (0 without a SimNetwork)
 };
 
 // What the others see of a rank in a roll call (InProcessCommunicator::absent_peers).
@@ -88,8 +90,8 @@ class World {
   }
 
   void post(int from, int to, Channel ch, Kind kind, uint64_t seq, int stage, const void* data,
-            size_t bytes) {
-    Message m{kind, seq, stage, {}};
+            size_t bytes, double arrives) {
+    Message m{kind, seq, stage, {}, arrives};
     std::unique_lock<std::mutex> lock(mutex_);
     if (bytes > 0) {
       // A spare buffer that holds it (fresh memory costs page faults on every message).
@@ -176,6 +178,7 @@ struct Pending {
   std::vector<Bytes> got;  // of the front stage, so far
   bool done = false;
   std::string error;
+  double sim_done = 0;  // simulated completion: known once done (issue time until then)
 };
 
 // out (n) op= in (n), elements of dtype; for bf16 sums `acc` holds the fp32 sums instead.
@@ -246,8 +249,10 @@ class InProcessWork final : public WorkState {
 
 class InProcessCommunicator final : public Communicator {
  public:
-  InProcessCommunicator(std::shared_ptr<World> world, int rank)
-      : world_(std::move(world)), rank_(rank) {}
+  InProcessCommunicator(std::shared_ptr<World> world, int rank, std::unique_ptr<SimClock> sim)
+      : world_(std::move(world)), rank_(rank), sim_(std::move(sim)) {}
+
+  SimClock* sim_clock() override { return sim_.get(); }
 
   const char* backend() const override { return "inprocess"; }
   bool sums_in_fixed_order() const override { return true; }
@@ -278,16 +283,23 @@ class InProcessCommunicator final : public Communicator {
                            "comm inprocess: rank %d expected %s from rank %d, which issued %s "
                            "(every rank must issue the same collectives in the same order)",
                            rank_, kind_name(s.kind), from, kind_name(m->kind));
+            front.sim_done = std::max(front.sim_done, m->arrives);
             front.got.push_back(std::move(m->data));
           }
           std::vector<Bytes> got = std::move(front.got);
           front.got.clear();
           auto finish = std::move(s.finish);
           front.stages.pop_front();
+          // Messages the stage posts leave when it completed (in simulated time).
+          post_at_ = front.sim_done;
+          leaves_ = front.sim_done;
           finish(got);  // may add the next stage
+          front.sim_done = leaves_;
+          post_at_.reset();
           for (Bytes& b : got) world_->recycle(std::move(b));
         }
       } catch (const std::exception& e) {
+        post_at_.reset();
         // MPI's rule: once an operation failed, every later one fails too.
         failed_ = e.what();
         for (auto& p : pending_) p->error = failed_, p->done = true;
@@ -323,7 +335,7 @@ class InProcessCommunicator final : public Communicator {
                    seq](std::vector<Bytes>& parts) {
       reduce_parts(base + at * es, base + at * es, parts, counts[size_t(rank_)], dtype, op);
       for (int j = 1; j < P; ++j)
-        world_->post(rank_, (rank_ + j) % P, kCollective, Kind::ALL_REDUCE, seq, 1, base + at * es,
+        post_message((rank_ + j) % P, kCollective, Kind::ALL_REDUCE, seq, 1, base + at * es,
                      counts[size_t(rank_)] * es);
       current_->stages.push_back(collective_stage(Kind::ALL_REDUCE, seq, 1, gather));
     };
@@ -356,7 +368,7 @@ class InProcessCommunicator final : public Communicator {
     if (!in_place && mine > 0) std::memmove(base + count_offset(c, rank_) * es, in, mine * es);
     const uint64_t seq = next_seq_++;
     for (int j = 1; j < P; ++j)
-      world_->post(rank_, (rank_ + j) % P, kCollective, Kind::ALL_GATHER, seq, 0, in, mine * es);
+      post_message((rank_ + j) % P, kCollective, Kind::ALL_GATHER, seq, 0, in, mine * es);
     return issue(Kind::ALL_GATHER, count_sum(c) * es,
                  {collective_stage(
                      Kind::ALL_GATHER, seq, 0, [this, base, c, es, P](std::vector<Bytes>& parts) {
@@ -376,7 +388,7 @@ class InProcessCommunicator final : public Communicator {
     const uint64_t seq = next_seq_++;
     if (rank_ == root) {
       for (int r = 0; r < size(); ++r)
-        if (r != root) world_->post(rank_, r, kCollective, Kind::BROADCAST, seq, 0, buf, bytes);
+        if (r != root) post_message(r, kCollective, Kind::BROADCAST, seq, 0, buf, bytes);
       return issue(Kind::BROADCAST, bytes, {});
     }
     return issue(Kind::BROADCAST, bytes,
@@ -394,7 +406,7 @@ class InProcessCommunicator final : public Communicator {
     check_peer(Kind::SEND, peer, rank_, size(), false);
     check_buffer(Kind::SEND, buf, n, "buf");
     count_call(stats_, Kind::SEND, send_bytes(n, dtype));
-    world_->post(rank_, peer, kPointToPoint, Kind::SEND, 0, 0, buf, n * dtype_size(dtype));
+    post_message(peer, kPointToPoint, Kind::SEND, 0, 0, buf, n * dtype_size(dtype));
     return issue(Kind::SEND, n * dtype_size(dtype), {});
   }
 
@@ -413,7 +425,7 @@ class InProcessCommunicator final : public Communicator {
     check_sendrecv(send_buf, send_n, dest, recv_buf, recv_n, source, dtype, rank_, size());
     count_call(stats_, Kind::SENDRECV, sendrecv_bytes(send_n, dest, recv_n, source, dtype, rank_));
     const size_t es = dtype_size(dtype), bytes = recv_n * es;
-    world_->post(rank_, dest, kPointToPoint, Kind::SEND, 0, 0, send_buf, send_n * es);
+    post_message(dest, kPointToPoint, Kind::SEND, 0, 0, send_buf, send_n * es);
     return issue(Kind::SENDRECV, send_n * es,
                  {receive_stage(source, [this, recv_buf, bytes, source](auto& got) {
                    copy_in(recv_buf, got[0], bytes, Kind::SENDRECV, source);
@@ -427,7 +439,7 @@ class InProcessCommunicator final : public Communicator {
         check_sendrecv_many(send_buf, n, dests, recv_bufs, sources, dtype, rank_, size());
     count_call(stats_, Kind::SENDRECV, b);
     const size_t bytes = n * dtype_size(dtype);
-    for (int d : dests) world_->post(rank_, d, kPointToPoint, Kind::SEND, 0, 0, send_buf, bytes);
+    for (int d : dests) post_message(d, kPointToPoint, Kind::SEND, 0, 0, send_buf, bytes);
     std::vector<int> from(sources.begin(), sources.end());
     std::vector<void*> into(recv_bufs.begin(), recv_bufs.end());
     Stage s{from, kPointToPoint, Kind::SEND, [this, from, into, bytes](std::vector<Bytes>& got) {
@@ -452,7 +464,7 @@ class InProcessCommunicator final : public Communicator {
     const uint64_t seq = next_seq_++;
     for (int j = 1; j < P; ++j) {
       const int to = (rank_ + j) % P;
-      world_->post(rank_, to, kCollective, Kind::ALL_TO_ALL, seq, 0,
+      post_message(to, kCollective, Kind::ALL_TO_ALL, seq, 0,
                    in + count_offset(send_counts, to) * es, send_counts[size_t(to)] * es);
     }
     return issue(Kind::ALL_TO_ALL, count_sum(send_counts) * es,
@@ -471,7 +483,7 @@ class InProcessCommunicator final : public Communicator {
     check_sendrecv(send_buf, send_n, dest, recv_buf, recv_capacity, source, dtype, rank_, size());
     GOSSAMER_CHECK(received != nullptr, "comm sendrecv_upto: received is null");
     const size_t es = dtype_size(dtype);
-    world_->post(rank_, dest, kPointToPoint, Kind::SEND, 0, 0, send_buf, send_n * es);
+    post_message(dest, kPointToPoint, Kind::SEND, 0, 0, send_buf, send_n * es);
     Work w = issue(Kind::SENDRECV, send_n * es,
                    {receive_stage(source, [this, recv_buf, recv_capacity, received, es, source,
                                            dest, send_n, dtype](auto& got) {
@@ -493,7 +505,7 @@ class InProcessCommunicator final : public Communicator {
     const int P = size();
     const uint64_t seq = next_seq_++;
     for (int j = 1; j < P; ++j)
-      world_->post(rank_, (rank_ + j) % P, kCollective, Kind::BARRIER, seq, 0, nullptr, 0);
+      post_message((rank_ + j) % P, kCollective, Kind::BARRIER, seq, 0, nullptr, 0);
     issue(Kind::BARRIER, 0, {collective_stage(Kind::BARRIER, seq, 0, [](auto&) {})}).wait();
   }
 
@@ -532,6 +544,20 @@ class InProcessCommunicator final : public Communicator {
 
  private:
   friend class InProcessWork;
+
+  // Posts a message to rank `to`; with simulated time it carries its arrival, and leaves_ the
+  // latest time this operation's messages leave (sent at post_at_ when a stage finishes, else
+  // at the rank's clock).
+  void post_message(int to, Channel ch, Kind kind, uint64_t seq, int stage, const void* data,
+                    size_t bytes) {
+    double arrives = 0;
+    if (sim_) {
+      const SimClock::Transfer t = sim_->send(to, bytes, post_at_);
+      leaves_ = std::max(leaves_, t.leaves);
+      arrives = t.arrives;
+    }
+    world_->post(rank_, to, ch, kind, seq, stage, data, bytes, arrives);
+  }
 
   // Sources of a collective's messages, in the order they are taken: rank+1, rank+2, ...
   std::vector<int> ring_from(int P) const {
@@ -584,7 +610,7 @@ class InProcessCommunicator final : public Communicator {
     const int P = size();
     for (int j = 1; j < P; ++j) {
       const int to = (rank_ + j) % P;
-      world_->post(rank_, to, kCollective, kind, seq, 0, base + count_offset(counts, to) * es,
+      post_message(to, kCollective, kind, seq, 0, base + count_offset(counts, to) * es,
                    counts[size_t(to)] * es);
     }
     return issue(kind, bytes, {collective_stage(kind, seq, 0, std::move(reduce))});
@@ -603,6 +629,8 @@ class InProcessCommunicator final : public Communicator {
     op->kind = kind;
     op->context = context_;
     op->stages = std::move(stages);
+    if (sim_) op->sim_done = std::max(sim_->now(), leaves_);  // its sends at issue have left
+    leaves_ = 0;
     world_->update(rank_, [](RankState& s) { ++s.issued; });
     if (op->stages.empty() && pending_.empty()) {
       op->done = true;  // everything was posted at issue, and nothing is before it
@@ -615,6 +643,9 @@ class InProcessCommunicator final : public Communicator {
 
   std::shared_ptr<World> world_;
   const int rank_;
+  std::unique_ptr<SimClock> sim_;  // null: time is not simulated
+  std::optional<double> post_at_;  // while a stage finishes: its simulated completion
+  double leaves_ = 0;              // see post_message
   std::deque<std::shared_ptr<Pending>> pending_;  // issued, not yet complete, in issue order
   Pending* current_ = nullptr;                    // the operation whose stage is finishing
   uint64_t next_seq_ = 0;                         // the number of the next collective
@@ -622,20 +653,25 @@ class InProcessCommunicator final : public Communicator {
 };
 
 bool InProcessWork::wait_for(double seconds) {
-  if (op_->done) {
-    if (!op_->error.empty()) throw Error(op_->error);
-    return true;
-  }
-  return comm_->complete_through(op_, seconds);
+  if (!op_->done && !comm_->complete_through(op_, seconds)) return false;
+  if (!op_->error.empty()) throw Error(op_->error);
+  if (SimClock* sim = comm_->sim_clock()) sim->wait_until(op_->sim_done);
+  return true;
 }
 
 }  // namespace
 
-std::vector<std::unique_ptr<Communicator>> make_inprocess_communicators(int ranks) {
+std::vector<std::unique_ptr<Communicator>> make_inprocess_communicators(
+    int ranks, std::shared_ptr<const SimNetwork> network, double compute_scale) {
   GOSSAMER_CHECK(ranks >= 1, "comm inprocess: %d ranks (at least 1)", ranks);
+  GOSSAMER_CHECK(!network || network->ranks() == ranks,
+                 "comm inprocess: a simulated network of %d ranks for %d ranks",
+                 network ? network->ranks() : 0, ranks);
   auto world = std::make_shared<World>(ranks);
   std::vector<std::unique_ptr<Communicator>> v;
-  for (int r = 0; r < ranks; ++r) v.push_back(std::make_unique<InProcessCommunicator>(world, r));
+  for (int r = 0; r < ranks; ++r)
+    v.push_back(std::make_unique<InProcessCommunicator>(
+        world, r, network ? std::make_unique<SimClock>(network, r, compute_scale) : nullptr));
   return v;
 }
 

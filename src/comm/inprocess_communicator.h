@@ -9,6 +9,8 @@
 // decorator's plain reduce-scatter (src/comm/zip/zip_collectives.h), whose all-reduce parts are
 // the same near-equal split, so the two give the same bits. Byte accounting is the analytic
 // figures of byte_accounting.h, as on every backend.
+// With a SimNetwork each rank has a SimClock (sim_clock()): messages carry the simulated time
+// they arrive at, and waiting for an operation moves the clock to its simulated completion.
 // Invariants: every rank issues the same collectives in the same order (a rank that issued
 // another collective is named in an error); a message's size is checked where it is received.
 #pragma once
@@ -17,11 +19,14 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/sim_network.h"
 
 namespace gossamer::comm {
 
 // The communicators of a world of `ranks` ranks, element r for rank r; each is used by one
-// thread. They share the world, which lives as long as any of them.
-std::vector<std::unique_ptr<Communicator>> make_inprocess_communicators(int ranks);
+// thread. They share the world, which lives as long as any of them. With `network` (its ranks()
+// must be `ranks`), each has a SimClock that charges its compute times compute_scale.
+std::vector<std::unique_ptr<Communicator>> make_inprocess_communicators(
+    int ranks, std::shared_ptr<const SimNetwork> network = nullptr, double compute_scale = 1);
 
 }  // namespace gossamer::comm

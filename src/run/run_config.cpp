@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "io/json_file.h"
 #include "optim/local_steps_value.h"
+#include "comm/sim_rates_value.h"
 #include "run/resume_check.h"
 
 namespace gossamer::run {

@@ -12,6 +12,7 @@
 
 #include "comm/inprocess_communicator.h"
 #include "comm/launch_env.h"
+#include "comm/sim_clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "train/interrupt.h"
@@ -37,9 +38,24 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
   // Each rank's ops: kernels.threads, or cores / ranks (configure_cpu_kernels, per thread). No
   // pool limits how many compute at once: one made 4-64 ranks on 2 cores 8-100% slower than
   // the scheduler's time slices (docs/PERF.md, "Ranks in one process").
+  const comm::SimConfig& sim = config.parallel.sim;
+  std::shared_ptr<const comm::SimNetwork> network;
+  run::RunConfig run_config = config;
+  if (sim.enabled()) {
+    network = std::make_shared<const comm::SimNetwork>(sim, ranks);
+    // A rank's compute is its thread's CPU time, so its ops must run on that thread alone.
+    GOSSAMER_CHECK(config.kernels.threads <= 1,
+                   "kernels.threads = %d with parallel.sim.network = %s: simulated time charges "
+                   "each rank the CPU time of its own thread, so its ops run on one thread (set "
+                   "kernels.threads to 0 or 1)",
+                   config.kernels.threads, std::string(enum_name(sim.network)).c_str());
+    run_config.kernels.threads = 1;
+    log_info("simulated time: %s; compute = each rank's thread CPU time x %g",
+             network->describe().c_str(), sim.compute_scale);
+  }
   const int cores = std::max(1, omp_get_num_procs());
   const int threads_per_rank =
-      config.kernels.threads > 0 ? config.kernels.threads : std::max(1, cores / ranks);
+      run_config.kernels.threads > 0 ? run_config.kernels.threads : std::max(1, cores / ranks);
   log_info(
       "%s %d: the ranks are threads of this process (the inprocess backend), %d "
       "thread(s) each on %d core(s)",
@@ -47,9 +63,9 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
   // Once, before any rank allocates: every rank checks against this figure.
   TrainStart shared = start;
   shared.host_memory = available_host_memory();
-  check_run_fits_in_memory(config, ranks, ranks, kernels::cpu_ops(), *shared.host_memory);
+  check_run_fits_in_memory(run_config, ranks, ranks, kernels::cpu_ops(), *shared.host_memory);
   std::vector<std::unique_ptr<comm::Communicator>> comms =
-      comm::make_inprocess_communicators(ranks);
+      comm::make_inprocess_communicators(ranks, network, sim.compute_scale);
   std::vector<int> codes(size_t(ranks), 0);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
@@ -60,7 +76,8 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
           std::make_shared<std::unique_ptr<comm::Communicator>>(std::move(comms[size_t(r)]));
       mine.control_comm = [comm] { return std::move(*comm); };
       try {
-        codes[size_t(r)] = run_training(config, mine);
+        if (comm::SimClock* clock = (*comm)->sim_clock()) clock->attach_this_thread();
+        codes[size_t(r)] = run_training(run_config, mine);
       } catch (...) {
         errors[size_t(r)] = std::current_exception();
       }

@@ -1,19 +1,30 @@
 // exchange_step_telemetry() and the JSON / text formatting of communication statistics.
 #include "train/step_telemetry.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "comm/gather_values.h"
+#include "comm/sim_clock.h"
 #include "core/error.h"
 
 namespace gossamer::train {
 
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
 StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_loss, bool computed,
                                       int signal, const comm::CommStats& step_so_far) {
-  constexpr int kValues = 5;
-  const double mine[kValues] = {computed ? local_loss : 0.0, computed ? 1.0 : 0.0, double(signal),
-                                double(step_so_far.bytes_sent()), step_so_far.seconds_waited()};
-  const std::vector<double> all = comm::all_gather_doubles(comm, mine);
+  // With simulated time, each rank's clock too (as it enters this exchange).
+  comm::SimClock* const sim = comm.sim_clock();
+  const int kValues = sim ? 6 : 5;
+  const double mine[6] = {
+      computed ? local_loss : 0.0,      computed ? 1.0 : 0.0,         double(signal),
+      double(step_so_far.bytes_sent()), step_so_far.seconds_waited(), sim ? sim->now() : 0.0};
+  const std::vector<double> all =
+      comm::all_gather_doubles(comm, std::span<const double>(mine, size_t(kValues)));
   StepTelemetry t;
   double sum = 0, computing = 0;
   for (int r = 0; r < comm.size(); ++r) {
@@ -24,7 +35,7 @@ StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_los
       t.interrupt_signal = int(v[2]);
       t.interrupt_rank = r;
     }
-    t.ranks.push_back({int64_t(v[3]), v[4]});
+    t.ranks.push_back({int64_t(v[3]), v[4], sim ? v[5] : kNaN});
   }
   t.mean_loss = sum / computing;  // some rank computes at every step (local_steps >= 1)
   return t;
@@ -32,8 +43,10 @@ StepTelemetry exchange_step_telemetry(comm::Communicator& comm, double local_los
 
 nlohmann::json StepTelemetry::ranks_json() const {
   nlohmann::json out = nlohmann::json::array();
-  for (size_t r = 0; r < ranks.size(); ++r)
+  for (size_t r = 0; r < ranks.size(); ++r) {
     out.push_back({{"rank", r}, {"bytes_sent", ranks[r].bytes_sent}, {"wait_s", ranks[r].wait_s}});
+    if (std::isfinite(ranks[r].sim_time)) out.back()["sim_time"] = ranks[r].sim_time;
+  }
   return out;
 }
 

@@ -1,8 +1,9 @@
 // Per-step agreement and telemetry between ranks: after each optimizer step every rank learns
 // the mean training loss over ranks, whether any rank received an interrupt signal and which
 // (so all ranks checkpoint and stop at the same step, and say why), and each rank's communication
-// so far in the step (bytes sent, seconds waited) for metrics.jsonl. One small all-gather per step
-// (none at world size 1); its own bytes are counted in the step's statistics like any other.
+// so far in the step (bytes sent, seconds waited; the simulated clock when parallel.sim is on) for
+// metrics.jsonl. One small all-gather per step (none at world size 1); its own bytes are counted in
+// the step's statistics like any other.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +24,10 @@ struct StepTelemetry {
   struct Rank {
     int64_t bytes_sent = 0;
     double wait_s = 0;
+    double sim_time = 0;  // its simulated clock (NaN when time is not simulated)
   };
   std::vector<Rank> ranks;
-  // [{"rank": 0, "bytes_sent": ..., "wait_s": ...}, ...]
+  // [{"rank": 0, "bytes_sent": ..., "wait_s": ..., "sim_time": ... (if simulated)}, ...]
   nlohmann::json ranks_json() const;
 };
 

@@ -26,6 +26,10 @@ int run_training(run::RunConfig config, const TrainStart& start) {
                  "parallel.ranks = %d: ranks in one process start through `gossamer train` "
                  "(train/inprocess_ranks.h)",
                  config.parallel.ranks);
+  GOSSAMER_CHECK(!config.parallel.sim.enabled() || start.control_comm,
+                 "parallel.sim.network = %s: simulated time runs with the ranks in one process "
+                 "(`gossamer train --ranks N` or parallel.ranks), not under a launcher",
+                 std::string(enum_name(config.parallel.sim.network)).c_str());
   const bool cuda = config.kernels.device == kernels::cpu::KernelsDevice::KERNELS_DEVICE_CUDA;
   run::RunCommunicators comms(config, start.control_comm ? start.control_comm() : nullptr);
   log_set_rank(comms.control().rank());

@@ -22,6 +22,7 @@
 #include "comm/communicator.h"
 #include "comm/gather_values.h"
 #include "comm/launch_env.h"
+#include "comm/sim_clock.h"
 #include "comm/zip/zip_communicator.h"
 #include "core/buffer.h"
 #include "core/error.h"
@@ -344,6 +345,8 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   buffers_.set_context(comm_.context());
   interrupt_note_step(t);
   const comm::CommStats before = traffic();
+  comm::SimClock* const sim = comm_.sim_clock();
+  const double sim_start = sim ? sim->now() : 0.0;
   StepRecord r;
   r.lr = optim::lr_at(config_.schedule, config_.optimizer.lr, step, tc_.steps);
   if (fault_.at("exit", rank_, t)) std::_Exit(9);
@@ -395,6 +398,10 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   }
   r.comm = traffic().since(before);
   r.seconds = clock.seconds();
+  if (sim) {
+    r.sim_time = sim->now();
+    r.sim_s = r.sim_time - sim_start;
+  }
   return r;
 }
 
@@ -423,6 +430,10 @@ void TrainingRun::record(const StepRecord& r) {
                    {"optim", st.optim_s},
                    {"comm_wait", t_comm}}}};
     if (mfu_) line["mfu"] = mfu;
+    if (std::isfinite(r.sim_s)) {
+      line["sim_time"] = r.sim_time;
+      line["time_s"]["sim"] = r.sim_s;
+    }
     if (r.agreed)
       line["ranks"] = r.telemetry.ranks_json();
     else

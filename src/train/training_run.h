@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,10 @@ struct StepRecord {
   StepTelemetry telemetry;
   bool agreed = true;  // telemetry was exchanged: loss is the mean over ranks
   comm::CommStats comm;
+  // Simulated time (parallel.sim): this rank's clock after the step and the step's share of it;
+  // NaN when time is not simulated.
+  double sim_time = std::numeric_limits<double>::quiet_NaN();
+  double sim_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 class TrainingRun {

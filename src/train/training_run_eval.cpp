@@ -18,6 +18,8 @@
 #include "train/interrupt.h"
 #include "train/training_run.h"
 
+#include "comm/sim_clock.h"
+
 namespace gossamer::train {
 
 // Here and in evaluate_replicas() the parameters are read on the host: only methods whose
@@ -90,6 +92,7 @@ bool TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& re
   log_info("step %lld | val loss %.4f | %lld tokens | %.1f s", (long long)step, r.loss,
            (long long)r.tokens, w.seconds());
   json line = {{"step", step}, {"val_loss", r.loss}, {"val_tokens", r.tokens}};
+  if (comm::SimClock* sim = comm_.sim_clock()) line["sim_time"] = sim->now();
   if (replicas) {
     const auto [lo, hi] = std::minmax_element(replicas->val_loss.begin(), replicas->val_loss.end());
     log_info(

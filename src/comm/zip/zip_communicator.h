@@ -82,6 +82,7 @@ class ZipCommunicator final : public Communicator {
   void barrier() override;
   [[noreturn]] void abort(int exit_code, const std::string& message) override;
   std::string absent_peers() override { return inner_->absent_peers(); }
+  SimClock* sim_clock() override { return inner_->sim_clock(); }
   void settle_stats() override;
 
   const ZipOptions& options() const { return options_; }
