@@ -49,14 +49,7 @@ common=(-c "$config" --set train.eval_every="$eval_every" --set train.eval_batch
 
 tag="$rate" how="emulated"
 if [[ -n "$simulate" ]]; then
-  # tc's rate units (decimal and binary prefixes, bit or bps) as Mbit/s.
-  mbit=$(awk -v r="${rate,,}" 'BEGIN {
-    if (!match(r, /^[0-9]+(\.[0-9]+)?/)) exit 1
-    n = substr(r, 1, RLENGTH); u = substr(r, RLENGTH + 1)
-    m["kbit"] = 1e-3; m["mbit"] = 1; m["gbit"] = 1e3; m["kibit"] = 1.024e-3; m["mibit"] = 1.048576
-    m["gibit"] = 1073.741824; m["kbps"] = 8e-3; m["mbps"] = 8; m["gbps"] = 8e3
-    if (!(u in m)) exit 1
-    printf "%.9g\n", n * m[u] }') \
+  mbit=$(rate_mbit "$rate") \
     || { echo "study-time-to-loss.sh: --rate $rate: not a rate (e.g. 200mbit, 1gbit)" >&2; exit 2; }
   tag="$rate-sim" how="simulated, compute x $simulate"
 fi

@@ -55,6 +55,13 @@ SimClock::Transfer SimClock::send(int to, size_t bytes, std::optional<double> at
   return {leaves, leaves + network_->latency_s()};
 }
 
+void SimClock::advance(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  charge_locked();
+  clock_ += seconds;
+  compute_ += seconds;
+}
+
 void SimClock::wait_until(double t) {
   std::lock_guard<std::mutex> lock(mutex_);
   charge_locked();

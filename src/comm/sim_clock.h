@@ -37,6 +37,10 @@ class SimClock {
   // A message of `bytes` to rank `to`, handed to the network at `at` (nullopt: now()).
   Transfer send(int to, size_t bytes, std::optional<double> at = std::nullopt);
 
+  // The rank was busy for `seconds` without using CPU (a sleep standing for slow compute, as
+  // GOSSAMER_FAULT=delay does): charged as compute, unscaled.
+  void advance(double seconds);
+
   // An operation that completed at `t` was waited for: the clock becomes max(now(), t).
   void wait_until(double t);
 

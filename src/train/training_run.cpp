@@ -351,8 +351,10 @@ StepRecord TrainingRun::train_one_step(int64_t step) {
   r.lr = optim::lr_at(config_.schedule, config_.optimizer.lr, step, tc_.steps);
   if (fault_.at("exit", rank_, t)) std::_Exit(9);
   const bool computes = optimizer_->computes_step(t);
-  if (computes && fault_.delays(rank_, t))
+  if (computes && fault_.delays(rank_, t)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(fault_.delay_ms));
+    if (sim) sim->advance(1e-3 * double(fault_.delay_ms));  // a sleep uses no CPU time
+  }
   StepHooks hooks;
   if (fault_.at("nan", rank_, t)) hooks.grad_scale_factor = std::nanf("");
   if (fault_.at("hang", rank_, t))

@@ -3,7 +3,8 @@
 # also with gradient accumulation and at 4 ranks (uneven shards, buckets straddling shard
 # edges): per-step losses, final parameters and final optimizer state agree within the stated
 # tolerances, and the replicas are bit-identical after every step (parallel.check_replicas_every
-# = 1 stops the run otherwise). bf16 gradients on the wire train close to fp32.
+# = 1 stops the run otherwise); 32 ranks in one process likewise against 1 rank with 32
+# sequences. bf16 gradients on the wire train close to fp32.
 source "$(dirname "$0")/lib.sh"
 require_data
 G="$GOSSAMER"
@@ -55,6 +56,20 @@ done
 run_np "zero2-np2-accum2" 2 --set data.micro_batch=1 --set train.global_batch_tokens=256 --set parallel.zero_stage=2
 run_np "zero1-np4" 4 --set data.micro_batch=1 --set parallel.zero_stage=1
 run_np "zero0-np2-no-overlap" 2 --set data.micro_batch=2 --set parallel.overlap=false
+
+# 32 ranks in one process (`train --ranks 32`) on a 32-sequence global batch train like 1 rank
+# with all of it, replicated and under ZeRO-1 (shards of about 1/32 of each bucket).
+"$G" train -c $TINY "${common[@]}" --set data.micro_batch=32 --out "$WORK/ref32" >"$WORK/ref32.log" 2>&1 \
+  || { cat "$WORK/ref32.log"; fail "1-rank reference with 32 sequences failed"; }
+for stage in 0 1; do
+  name="zero$stage-ranks32"
+  if "$G" train -c $TINY "${common[@]}" --ranks 32 --set data.micro_batch=1 --set parallel.zero_stage=$stage \
+      --out "$WORK/$name" >"$WORK/$name.log" 2>&1; then
+    compare "$name" "$WORK/$name" "$WORK/ref32"
+  else
+    tail -n 20 "$WORK/$name.log"; fail "$name: training failed"
+  fi
+done
 
 # AdamS synchronises like AdamW.
 "$G" train -c $TINY "${common[@]}" --set data.micro_batch=4 --set optimizer.name=adams --out "$WORK/ref-adams" \

@@ -120,9 +120,12 @@ TEST(SimClock, NoTimePassesWithoutComputeOrMessagesAndClocksNeverGoBack) {
     clock.wait_until(1.0);  // an operation that completed earlier: no jump back
     EXPECT_EQ(clock.now(), 3.0);
     EXPECT_EQ(clock.waited_s(), 0.0);
-    EXPECT_EQ(clock.compute_s(), 3.0);
+    clock.advance(0.5);  // a sleep (GOSSAMER_FAULT=delay) counts as compute
+    clock.wait_until(4.0);
+    EXPECT_EQ(clock.waited_s(), 0.5);
+    EXPECT_EQ(clock.compute_s(), 3.5);
   });
-  EXPECT_EQ(end[0], 3.0);
+  EXPECT_EQ(end[0], 4.0);
 }
 
 TEST(SimNetwork, RatesOfEachKind) {
