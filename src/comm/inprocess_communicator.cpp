@@ -296,10 +296,12 @@ class InProcessCommunicator final : public Communicator {
           finish(got);  // may add the next stage
           front.sim_done = leaves_;
           post_at_.reset();
+          leaves_ = 0;
           for (Bytes& b : got) world_->recycle(std::move(b));
         }
       } catch (const std::exception& e) {
         post_at_.reset();
+        leaves_ = 0;
         // MPI's rule: once an operation failed, every later one fails too.
         failed_ = e.what();
         for (auto& p : pending_) p->error = failed_, p->done = true;

@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/sim_rates_value.h"
 #include "core/config_visitors.h"
 #include "core/error.h"
 #include "io/json_file.h"
 #include "optim/local_steps_value.h"
-#include "comm/sim_rates_value.h"
 #include "run/resume_check.h"
 
 namespace gossamer::run {
