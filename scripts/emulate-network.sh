@@ -64,19 +64,8 @@ die() {
 }
 
 # ---- rates ---------------------------------------------------------------------------------
-# rate_to_bits RATE: bits per second of a tc rate with an explicit unit (integer), or fails.
-rate_to_bits() {
-  local r="${1,,}" num unit mult
-  [[ "$r" =~ ^([0-9]+(\.[0-9]+)?)([kmgt]?i?)(bit|bps)$ ]] || return 1
-  num="${BASH_REMATCH[1]}" unit="${BASH_REMATCH[3]}"
-  case "$unit" in
-    "") mult=1 ;; k) mult=1000 ;; m) mult=1000000 ;; g) mult=1000000000 ;; t) mult=1000000000000 ;;
-    ki) mult=1024 ;; mi) mult=1048576 ;; gi) mult=1073741824 ;; ti) mult=1099511627776 ;;
-    *) return 1 ;;
-  esac
-  [[ "${BASH_REMATCH[4]}" == bps ]] && mult=$((mult * 8))
-  awk -v n="$num" -v m="$mult" 'BEGIN { printf "%.0f\n", n * m }'
-}
+# rate_to_bits (tc's rate syntax in bits per second) comes from launch-common.sh.
+source "$(dirname "$0")/launch-common.sh"
 check_rate() {  # WHAT RATE: validates RATE, usage error naming WHAT otherwise.
   local bits
   bits="$(rate_to_bits "$2")" || usage_error "$1: '$2' is not a rate: expected a number with a unit, e.g. 100mbit, 1gbit, 12.5mbps"

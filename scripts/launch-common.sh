@@ -1,7 +1,7 @@
 # Shared by the launch scripts (sourced, not run): scripts/mpirun.sh and scripts/srun.sh take
 # their argument syntax `N [LAUNCHER_OPTIONS... --] COMMAND [ARGS...]` from it, and they and the
-# benchmark scripts (bench-parallel.sh, study-slow-link.sh) their malloc settings; the timed
-# studies' --simulate options convert tc rates to parallel.sim's Mbit/s with rate_mbit.
+# benchmark scripts (bench-parallel.sh, study-slow-link.sh) their malloc settings; tc's rate
+# syntax is read here (rate_to_bits: emulate-network.sh; rate_mbit: the studies' --simulate).
 # After `launch_parse_args USAGE "$@"`: $np is N, ${extra[@]} the launcher options and
 # ${cmd[@]} the command; a bad N or no command prints "usage: USAGE" and exits 2.
 
@@ -23,15 +23,23 @@ launch_parse_args() {
   cmd=("$@")
 }
 
-# rate_mbit RATE: tc's rate syntax (100mbit, 1gbit, 512kbit, 1gibit, 12.5mbps in bytes/s) in
-# Mbit/s, printed; fails (status 1) on anything else.
+# rate_to_bits RATE: bits per second of a tc rate with an explicit unit (integer), or fails.
+rate_to_bits() {
+  local r="${1,,}" num unit mult
+  [[ "$r" =~ ^([0-9]+(\.[0-9]+)?)([kmgt]?i?)(bit|bps)$ ]] || return 1
+  num="${BASH_REMATCH[1]}" unit="${BASH_REMATCH[3]}"
+  case "$unit" in
+    "") mult=1 ;; k) mult=1000 ;; m) mult=1000000 ;; g) mult=1000000000 ;; t) mult=1000000000000 ;;
+    ki) mult=1024 ;; mi) mult=1048576 ;; gi) mult=1073741824 ;; ti) mult=1099511627776 ;;
+    *) return 1 ;;
+  esac
+  [[ "${BASH_REMATCH[4]}" == bps ]] && mult=$((mult * 8))
+  awk -v n="$num" -v m="$mult" 'BEGIN { printf "%.0f\n", n * m }'
+}
+
+# rate_mbit RATE: the same in Mbit/s (parallel.sim's unit), printed; fails on anything else.
 rate_mbit() {
-  awk -v r="${1,,}" 'BEGIN {
-    if (!match(r, /^[0-9]+(\.[0-9]+)?/)) exit 1
-    n = substr(r, 1, RLENGTH); u = substr(r, RLENGTH + 1)
-    m["bit"] = 1e-6; m["kbit"] = 1e-3; m["mbit"] = 1; m["gbit"] = 1e3; m["kibit"] = 1.024e-3
-    m["mibit"] = 1.048576; m["gibit"] = 1073.741824; m["bps"] = 8e-6; m["kbps"] = 8e-3
-    m["mbps"] = 8; m["gbps"] = 8e3
-    if (!(u in m)) exit 1
-    printf "%.9g\n", n * m[u] }'
+  local bits
+  bits="$(rate_to_bits "$1")" || return 1
+  awk -v b="$bits" 'BEGIN { printf "%.9g\n", b / 1e6 }'
 }
