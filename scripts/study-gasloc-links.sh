@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Wall-clock to a validation loss with one slow link or one slow worker (docs/RESULTS.md, issue
-# 14): DiLoCo and GASLoC (one_peer, mixed_nesterov) on 4 ranks of the study model, the same
+# 14): DiLoCo and GASLoC (one_peer; mode mixed_nesterov as recorded, or --gasloc-mode) on 4 ranks of the study model, the same
 # local steps, every rank's egress capped by scripts/emulate-network.sh at RATE except one
 # rank's at SLOW_RATE (default 10x lower), or with --slow-worker MS that rank sleeping MS before
 # each step it computes (GOSSAMER_FAULT=delay). Prints, per method, the training time (the sum
@@ -12,7 +12,8 @@
 # machine needed (docs/NETWORK.md, "Simulated time").
 # Usage: scripts/study-gasloc-links.sh [--rate RATE] [--slow-rate RATE] [--slow-rank R]
 #          [--slow-worker MS] [--local-steps H] [--gasloc-local-steps H|LIST] [--diloco-steps N]
-#          [--gasloc-steps N] [--eval-every N] [--skip-diloco 1] [--simulate SCALE] [--set K=V]...
+#          [--gasloc-steps N] [--eval-every N] [--skip-diloco 1] [--simulate SCALE]
+#          [--gasloc-mode MODE] [--set K=V]...
 # Defaults: 1gbit, 100mbit on rank 3, H 20, 400 steps each, evaluation every 100 steps, inner
 # lr 2e-3. --gasloc-local-steps gives GASLoC its own H or per-rank list (e.g. [20,20,20,13] for
 # a slow rank 3; the run directory is then named gasloc-LIST); --skip-diloco 1 reuses the DiLoCo
@@ -23,6 +24,7 @@ source "$(dirname "$0")/launch-common.sh"
 cd "$(dirname "$0")/.."
 rate=1gbit slow_rate=100mbit slow_rank=3 slow_worker=0 h=20 diloco_steps=400 gasloc_steps=400
 eval_every=100 gasloc_h="" skip_diloco=0 simulate=""
+gasloc_mode=mixed_nesterov  # the mode of the recorded study (RESULTS.md, issue 14)
 sets=(--set optimizer.lr=0.002)
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || { echo "study-gasloc-links.sh: $1 needs a value" >&2; exit 2; }
@@ -33,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --slow-worker) slow_worker="$2" ;;
     --local-steps) h="$2" ;;
     --gasloc-local-steps) gasloc_h="$2" ;;
+    --gasloc-mode) gasloc_mode="$2" ;;
     --skip-diloco) skip_diloco="$2" ;;
     --simulate) simulate="$2" ;;
     --diloco-steps) diloco_steps="$2" ;;
@@ -88,7 +91,7 @@ train() {  # METHOD STEPS SETS...
 gasloc="gasloc${gasloc_h:+-$gasloc_h}"
 [[ "$skip_diloco" == 1 ]] || \
   train diloco "$diloco_steps" --set optimizer.name=diloco --set optimizer.diloco.local_steps="$h" "${sets[@]}"
-train "$gasloc" "$gasloc_steps" --set optimizer.name=gasloc \
+train "$gasloc" "$gasloc_steps" --set optimizer.name=gasloc --set optimizer.gasloc.mode="$gasloc_mode" \
   --set optimizer.gasloc.local_steps="${gasloc_h:-$h}" --set optimizer.gasloc.topology=one_peer "${sets[@]}"
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, 4 ranks x 1 thread, $tag (links: ${links[*]}), H $h"

@@ -27,8 +27,9 @@ void SimClock::attach_this_thread() {
 
 void SimClock::set_cpu_source(std::function<double()> cpu_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
+  charge_locked();  // what the old source counted stays charged
   cpu_ = std::move(cpu_seconds);
-  last_cpu_ = cpu_();
+  last_cpu_ = cpu_ ? cpu_() : 0.0;
 }
 
 void SimClock::charge_locked() {

@@ -1,8 +1,9 @@
 // SimClock: one rank's simulated clock (parallel.sim; docs/NETWORK.md, "Simulated time"). It
 // advances by the rank's compute, the CPU time its thread used since the last reading times
-// parallel.sim.compute_scale, and by waits: an operation completes at the latest arrival of the
-// messages it takes, each sent at its sender's clock and arriving after the link's latency plus
-// bytes / rate; a rank's messages leave one after another (its egress is a queue, as under
+// parallel.sim.compute_scale (or, at parallel.sim.gflops, its model's counted FLOPs over that
+// rate: the trainer sets that source), and by waits: an operation completes at the latest arrival
+// of the messages it takes, each sent at its sender's clock and arriving after the link's latency
+// plus bytes / rate; a rank's messages leave one after another (its egress is a queue, as under
 // scripts/emulate-network.sh), and what it receives is not limited. Invariants: the clock never
 // goes back; compute + waited = the clock; safe to use from several threads.
 #pragma once
@@ -24,7 +25,9 @@ class SimClock {
 
   // The calling thread is the rank's: the CPU time it uses from now on is the rank's compute.
   void attach_this_thread();
-  // The rank's compute counter in seconds (tests; attach_this_thread sets the thread's).
+  // The rank's compute counter in seconds (attach_this_thread sets the thread's CPU time; the
+  // trainer sets FLOPs / rate at parallel.sim.gflops; tests set fakes). What the previous
+  // source counted up to now is charged first; an empty function stops charging compute.
   void set_cpu_source(std::function<double()> cpu_seconds);
 
   // The clock, after charging the compute since the last reading.

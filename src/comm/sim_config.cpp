@@ -22,6 +22,12 @@ void SimConfig::validate(const std::string& p) const {
                  "%slatency_us: must be >= 0, found %g", p.c_str(), latency_us);
   GOSSAMER_CHECK(std::isfinite(compute_scale) && compute_scale > 0,
                  "%scompute_scale: must be > 0, found %g", p.c_str(), compute_scale);
+  GOSSAMER_CHECK(std::isfinite(gflops) && gflops >= 0,
+                 "%sgflops: must be >= 0 (0: measured compute), found %g", p.c_str(), gflops);
+  GOSSAMER_CHECK(gflops == 0 || compute_scale == 1,
+                 "%sgflops = %g and %scompute_scale = %g: the compute is either counted at "
+                 "gflops or measured and scaled, not both (leave compute_scale at 1)",
+                 p.c_str(), gflops, p.c_str(), compute_scale);
   GOSSAMER_CHECK(slow_rank >= 0, "%sslow_rank: rank %d does not exist (ranks count from 0)",
                  p.c_str(), slow_rank);
   GOSSAMER_CHECK(clusters >= 2, "%sclusters: at least 2, found %d", p.c_str(), clusters);

@@ -39,6 +39,7 @@ struct SimConfig {
   int clusters = 2;
   SimRates rank_mbit;
   double compute_scale = 1;
+  double gflops = 0;
 
   bool enabled() const { return network != SimNetworkKind::SIM_NETWORK_NONE; }
 
@@ -62,6 +63,11 @@ struct SimConfig {
     v("compute_scale", compute_scale,
       "simulated compute = each rank's measured thread CPU time x this (2: a machine half as "
       "fast per core as this one)");
+    v("gflops", gflops,
+      "0: compute is measured (compute_scale); above 0: each rank computes at this many GFLOP/s, "
+      "charged for the FLOPs of its matrix products and attention (6N + 6LCT per training "
+      "token) and nothing else, so simulated time is the same on every machine and allows "
+      "kernels.threads > 1");
   }
   // Errors name the key under `path` ("parallel.sim.").
   void validate(const std::string& path) const;

@@ -115,6 +115,7 @@ int DecoderModel::linear_rows(int C, int OC) const {
 
 void DecoderModel::linear_forward(float* out, const float* inp, size_t w_offset, const float* bias,
                                   int N, int C, int OC) {
+  count_flops(2.0 * N * C * OC);
   if (matmul_dtype_ == kernels::MatmulDtype::MATMUL_DTYPE_FP32) {
     ops_.matmul_forward(out, inp, params_.data() + w_offset, bias, N, C, OC);
     return;
@@ -130,6 +131,7 @@ void DecoderModel::linear_forward(float* out, const float* inp, size_t w_offset,
 
 void DecoderModel::linear_backward(float* dinp, float* dw, float* dbias, const float* dout,
                                    const float* inp, size_t w_offset, int N, int C, int OC) {
+  count_flops(((dinp ? 2.0 : 0.0) + (dw ? 2.0 : 0.0)) * N * C * OC);
   if (matmul_dtype_ == kernels::MatmulDtype::MATMUL_DTYPE_FP32) {
     ops_.matmul_backward(dinp, dw, dbias, dout, inp, params_.data() + w_offset, N, C, OC);
     return;
@@ -142,6 +144,10 @@ void DecoderModel::linear_backward(float* dinp, float* dw, float* dbias, const f
                               dout + size_t(r) * OC, inp + size_t(r) * C,
                               params_bf16_.data() + w_offset, std::min(R, N - r), C, OC,
                               linear_scratch_.data());
+}
+
+void DecoderModel::count_attention(int B, int T, int Q, bool backward) {
+  count_flops((backward ? 4.0 : 2.0) * B * double(T) * T * Q);
 }
 
 void DecoderModel::init_weights(uint64_t seed) {

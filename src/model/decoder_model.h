@@ -30,6 +30,7 @@
 // refreshed from params() at every forward (the optimizer updates params() in between).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -74,6 +75,7 @@ class DecoderModel : public Model {
   // embedding that is only looked up, never multiplied (the family table's lookup_embedding),
   // and the padded vocabulary rows of the LM head.
   size_t num_flop_params() const final;
+  double flops_done() const final { return flops_done_.load(std::memory_order_relaxed); }
 
   // Forward pass on tokens (B,T). With targets (B,T) it returns the mean cross-entropy over
   // the B*T positions and prepares backward() (the LM head's gradients are made here, chunk by
@@ -125,6 +127,9 @@ class DecoderModel : public Model {
                       int C, int OC);
   void linear_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
                        size_t w_offset, int N, int C, int OC);
+  // Counts an attention op's products in flops_done(): causal QK^T and AV over Q query
+  // dimensions, 2 B T^2 Q forward and twice that backward (the 6LCT term's share).
+  void count_attention(int B, int T, int Q, bool backward);
 
   // Report to hook, when set, that a range of gradients is final: the head (final norm and
   // LM head), block l, the embeddings (the rest of the buffer).
@@ -184,7 +189,13 @@ class DecoderModel : public Model {
     size_t begin, end;
   };
   size_t head_end_ = 0, embeddings_begin_ = 0;  // [0, head_end_): head; then the blocks
-  std::vector<Range> blocks_;                   // [l]: block l's range in the flat buffer
+  // flops_done(): written by the thread that runs the passes, read by any (a simulated clock).
+  std::atomic<double> flops_done_{0};
+  void count_flops(double flops) {
+    flops_done_.store(flops_done_.load(std::memory_order_relaxed) + flops,
+                      std::memory_order_relaxed);
+  }
+  std::vector<Range> blocks_;  // [l]: block l's range in the flat buffer
   // Routed gradients: the scratch of the product in flight and the views it holds (flat order).
   RoutedGradientHook routed_hook_;
   std::vector<bool> routed_view_;  // per view of layout_

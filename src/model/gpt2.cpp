@@ -127,6 +127,7 @@ const float* Gpt2::forward_hidden(int B, int T) {
                            p + o.ln1w, p + o.ln1b, N, C_);
     linear_forward(qkv, ln1, o.qkvw, p + o.qkvb, N, C_, 3 * C_);
     ops_.attention_forward(atty, att_saved, qkv, B, T, C_, NH_, NH_);
+    count_attention(B, T, C_, false);
     linear_forward(residual2, atty, o.attprojw, p + o.attprojb, N, C_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
@@ -192,6 +193,7 @@ void Gpt2::backward_from_hidden(const float* dlnf, const GradReadyHook& hook) {
     zero(dqkv_.data(), 3 * BTC);
     ops_.attention_backward(dqkv_.data(), att_scratch_.data(), datty, qkv, atty, att_saved, B, T,
                             C_, NH_, NH_);
+    count_attention(B, T, C_, true);
     float* dln1 = dbt_c_.data();
     zero(dln1, BTC);
     linear_backward(dln1, weight_grad(o.qkvw, 3 * C * C), g + o.qkvb, dqkv_.data(), ln1, o.qkvw, N,

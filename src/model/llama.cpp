@@ -113,6 +113,7 @@ const float* Llama::forward_hidden(int B, int T) {
     linear_forward(qkv, attn_norm, o.qkv, nullptr, N, C_, QKV_);
     ops_.rope_forward(qkv, B, T, NH_ + NKV_, hs_, QKV_, theta);  // q and k heads are adjacent
     ops_.attention_forward(atty, att_saved, qkv, B, T, NH_ * hs_, NH_, NKV_);
+    count_attention(B, T, NH_ * hs_, false);
     linear_forward(residual2, atty, o.o, nullptr, N, NH_ * hs_, C_);
     ops_.accumulate(residual2, residual, BTC);
     ops_.rmsnorm_forward(mlp_norm, mlp_rstd_.data() + l * BT, residual2, p + o.mlp_norm, N, C_,
@@ -180,6 +181,7 @@ void Llama::backward_from_hidden(const float* dnorm_f, const GradReadyHook& hook
     zero(dqkv_.data(), BTQKV);
     ops_.attention_backward(dqkv_.data(), att_scratch_.data(), datty, qkv, atty, att_saved, B, T, Q,
                             NH_, NKV_);
+    count_attention(B, T, Q, true);
     ops_.rope_backward(dqkv_.data(), B, T, NH_ + NKV_, hs_, QKV_, cfg_.rope_theta);
     float* dattn_norm = dbt_c_.data();
     zero(dattn_norm, BTC);

@@ -69,6 +69,10 @@ class Model {
 
   // Parameters counted by the FLOP estimate (all but position embeddings and padding rows).
   virtual size_t num_flop_params() const = 0;
+  // FLOPs of the matrix products and attention the passes ran since construction (2 per
+  // multiply-add; a training step's share is flops_per_token() per token, an evaluation's a
+  // third of it). The compute of simulated time at parallel.sim.gflops.
+  virtual double flops_done() const = 0;
 
   // Gradient routing, for methods that keep some gradients only in their own compact form
   // (dynamic sparse training, docs/SMET.md): from now on the gradients of the block matrices

@@ -10,11 +10,11 @@ namespace gossamer::optim {
 
 std::unique_ptr<Optimizer> make_gasloc(const OptimizerSetup& setup) {
   const GaslocConfig& c = setup.config.gasloc;
-  const OuterUpdate outer = c.mode == GaslocMode::GASLOC_MODE_MIXED_NESTEROV
-                                ? OuterUpdate::OUTER_MIXED_NESTEROV
-                                : OuterUpdate::OUTER_ZIJ_LITERAL;
+  OuterUpdate outer = OuterUpdate::OUTER_ACCELERATED;
+  if (c.mode == GaslocMode::GASLOC_MODE_MIXED_NESTEROV) outer = OuterUpdate::OUTER_MIXED_NESTEROV;
+  if (c.mode == GaslocMode::GASLOC_MODE_ZIJ_LITERAL) outer = OuterUpdate::OUTER_ZIJ_LITERAL;
   return std::make_unique<Gasloc>(setup, "gasloc", c.local_steps, "optimizer.gasloc.local_steps", c,
-                                  outer, c.outer_lr, c.outer_momentum);
+                                  outer, c.outer_lr, c.outer_momentum, c.complete_fast_path);
 }
 
 std::unique_ptr<Optimizer> make_gossip(const OptimizerSetup& setup) {
@@ -25,7 +25,7 @@ std::unique_ptr<Optimizer> make_gossip(const OptimizerSetup& setup) {
 
 Gasloc::Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& steps,
                const std::string& steps_key, const GossipGraph& graph, OuterUpdate outer,
-               double outer_lr, double outer_momentum)
+               double outer_lr, double outer_momentum, bool complete_fast_path)
     : LocalRounds(setup, name, steps, steps_key),
       topology_(graph.topology),
       alpha_(gossip_weight(graph.topology, world_, graph.gossip_weight)),
@@ -40,6 +40,7 @@ Gasloc::Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& 
                  1.0 / degree);
   exact_average_ = topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE &&
                    (graph.gossip_weight == 0 || alpha_ * world_ == 1.0);
+  fast_path_ = complete_fast_path && exact_average_ && outer_ == OuterUpdate::OUTER_MIXED_NESTEROV;
   const MemoryOps& memory = *ops_.memory;
   if (outer_ != OuterUpdate::OUTER_NONE) {
     anchor_ = Buffer<float>(total_, memory);
@@ -64,14 +65,18 @@ bool Gasloc::replicas_identical_now() const {
 
 void Gasloc::on_attach() {
   LocalRounds::on_attach();
-  if (!loaded_ && outer_ != OuterUpdate::OUTER_NONE)
-    ops_.memory->copy(anchor_.data(), params_.data(), total_ * sizeof(float));
+  if (loaded_ || outer_ == OuterUpdate::OUTER_NONE) return;
+  const size_t bytes = total_ * sizeof(float);
+  ops_.memory->copy(anchor_.data(), params_.data(), bytes);
+  // y_prev before round 1: the first weights (a trajectory at rest).
+  if (outer_ != OuterUpdate::OUTER_MIXED_NESTEROV)
+    ops_.memory->copy(momentum_.data(), params_.data(), bytes);
 }
 
 void Gasloc::end_round(int64_t round) {
   float* x = params_.data();
   const size_t n = total_;
-  if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV && exact_average_ && world_ > 1) {
+  if (fast_path_ && world_ > 1) {
     // The complete graph with exact averaging: the mean of the z_i depends on the ranks' momenta
     // only through their mean, so the ranks keep that mean and average the pseudo-gradients
     // first, in DiLoCo's order of operations: bit-identical to diloco. This needs the anchors
@@ -84,7 +89,18 @@ void Gasloc::end_round(int64_t round) {
     return;
   }
   const size_t bytes = n * sizeof(float);
-  if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV) {  // x <- z, this rank's outer step
+  if (outer_ == OuterUpdate::OUTER_ACCELERATED) {  // x <- (1 + gamma) y - gamma y_prev, mixed
+    float* y = scratch_.data();
+    float* y_prev = momentum_.data();
+    ops_.memory->copy(y, anchor_.data(), bytes);
+    ops_.axpy(x, -1.0f, anchor_.data(), n);  // x - a
+    ops_.axpy(y, float(outer_lr_), x, n);    // y = a + lr (x - a)
+    ops_.axpy(y_prev, -1.0f, y, n);          // y_prev - y
+    ops_.memory->copy(x, y, bytes);
+    ops_.axpy(x, -float(outer_momentum_), y_prev, n);  // y + gamma (y - y_prev)
+    ops_.memory->copy(y_prev, y, bytes);               // the next round's y_prev
+    mix(round, nullptr);
+  } else if (outer_ == OuterUpdate::OUTER_MIXED_NESTEROV) {  // x <- z, this rank's outer step
     float* delta = scratch_.data();
     ops_.memory->copy(delta, anchor_.data(), bytes);
     ops_.axpy(delta, -1.0f, x, n);  // anchor - x, exactly
@@ -126,8 +142,8 @@ void Gasloc::mix(int64_t round, float* y_prev) {
   float* x = params_.data();
   const size_t n = total_;
   const float alpha = float(alpha_);
-  // zij_literal: + gamma (y - y_prev), from the second round on (round is 1-based).
-  const float gamma = y_prev != nullptr && round > 1 ? float(outer_momentum_) : 0.0f;
+  // zij_literal: + gamma (y - y_prev), y_prev the first weights in round 1.
+  const float gamma = y_prev != nullptr ? float(outer_momentum_) : 0.0f;
   last_peers_.clear();
   if (world_ == 1) {
     last_degree_ = 0;

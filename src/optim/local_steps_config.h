@@ -33,7 +33,11 @@ enum class GossipTopology {
   GOSSIP_TOPOLOGY_ONE_PEER,
   GOSSIP_TOPOLOGY_TWO_PEER
 };
-enum class GaslocMode { GASLOC_MODE_MIXED_NESTEROV, GASLOC_MODE_ZIJ_LITERAL };
+enum class GaslocMode {
+  GASLOC_MODE_ACCELERATED,
+  GASLOC_MODE_MIXED_NESTEROV,
+  GASLOC_MODE_ZIJ_LITERAL
+};
 
 // optimizer.diloco
 struct DilocoConfig {
@@ -76,9 +80,10 @@ struct GossipGraph {
 // optimizer.gasloc
 struct GaslocConfig : GossipGraph {
   LocalSteps local_steps{{500}};
-  GaslocMode mode = GaslocMode::GASLOC_MODE_MIXED_NESTEROV;
+  GaslocMode mode = GaslocMode::GASLOC_MODE_ACCELERATED;
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
+  bool complete_fast_path = true;
 
   template <class V>
   void visit(V& v) {
@@ -87,13 +92,21 @@ struct GaslocConfig : GossipGraph {
       "entry per rank (a round then lasts max H_i steps and rank i computes in its first H_i)");
     visit_graph(v);
     v("mode", mode,
-      "mixed_nesterov: each rank's outer Nesterov step on its own pseudo-gradient, then the "
-      "result is gossiped (on the complete graph: DiLoCo); zij_literal: y = x + outer_lr x "
-      "drift, x <- y - alpha L y + outer_momentum (y - y_prev), the paper's equation with the "
-      "momentum term unmixed (docs/GASLOC.md)");
+      "with y = anchor + outer_lr x (replica - anchor), y_prev the previous round's y (the "
+      "first anchor before round 1) and W the round's mixing: accelerated: x <- W[(1 + gamma) y "
+      "- gamma y_prev], the momentum mixed with the gossip, so consensus is accelerated (on the "
+      "complete graph: DiLoCo's Nesterov step); zij_literal: x <- W y + gamma (y - y_prev), the "
+      "page's equation, the momentum term unmixed; mixed_nesterov: each rank's Nesterov step on "
+      "its own pseudo-gradient, then plain gossip (no consensus acceleration); "
+      "docs/GASLOC.md");
     v("outer_lr", outer_lr, "the outer step's learning rate (eta)");
     v("outer_momentum", outer_momentum,
-      "the outer momentum (mu of Nesterov in mixed_nesterov, gamma in zij_literal)");
+      "the outer momentum (gamma in accelerated and zij_literal, mu of Nesterov in "
+      "mixed_nesterov)");
+    v("complete_fast_path", complete_fast_path,
+      "mixed_nesterov on the complete graph with exact averaging: true runs DiLoCo's round on "
+      "the ranks' mean momentum (bit-identical to diloco), false the general mixing path (equal "
+      "up to rounding; tests compare the two)");
   }
   void validate(const std::string& path) const;
 };
@@ -127,6 +140,7 @@ struct EnumNames<optim::GossipTopology> {
 template <>
 struct EnumNames<optim::GaslocMode> {
   static constexpr std::pair<optim::GaslocMode, std::string_view> values[] = {
+      {optim::GaslocMode::GASLOC_MODE_ACCELERATED, "accelerated"},
       {optim::GaslocMode::GASLOC_MODE_MIXED_NESTEROV, "mixed_nesterov"},
       {optim::GaslocMode::GASLOC_MODE_ZIJ_LITERAL, "zij_literal"}};
 };

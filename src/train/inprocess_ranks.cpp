@@ -43,15 +43,22 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
   run::RunConfig run_config = config;
   if (sim.enabled()) {
     network = std::make_shared<const comm::SimNetwork>(sim, ranks);
-    // A rank's compute is its thread's CPU time, so its ops must run on that thread alone.
-    GOSSAMER_CHECK(config.kernels.threads <= 1,
-                   "kernels.threads = %d with parallel.sim.network = %s: simulated time charges "
-                   "each rank the CPU time of its own thread, so its ops run on one thread (set "
-                   "kernels.threads to 0 or 1)",
-                   config.kernels.threads, std::string(enum_name(sim.network)).c_str());
-    run_config.kernels.threads = 1;
-    log_info("simulated time: %s; compute = each rank's thread CPU time x %g",
-             network->describe().c_str(), sim.compute_scale);
+    if (sim.gflops > 0) {  // compute counted by the model (TrainingRun sets the clock's source)
+      log_info(
+          "simulated time: %s; compute = each rank's matrix-product and attention FLOPs at "
+          "%g GFLOP/s (nothing else is charged)",
+          network->describe().c_str(), sim.gflops);
+    } else {
+      // A rank's compute is its thread's CPU time, so its ops must run on that thread alone.
+      GOSSAMER_CHECK(config.kernels.threads <= 1,
+                     "kernels.threads = %d with parallel.sim.network = %s: simulated time "
+                     "charges each rank the CPU time of its own thread, so its ops run on one "
+                     "thread (set kernels.threads to 0 or 1, or parallel.sim.gflops above 0)",
+                     config.kernels.threads, std::string(enum_name(sim.network)).c_str());
+      run_config.kernels.threads = 1;
+      log_info("simulated time: %s; compute = each rank's thread CPU time x %g",
+               network->describe().c_str(), sim.compute_scale);
+    }
   }
   const int cores = std::max(1, omp_get_num_procs());
   const int threads_per_rank =
@@ -76,7 +83,8 @@ int run_training_ranks(const run::RunConfig& config, const TrainStart& start, in
           std::make_shared<std::unique_ptr<comm::Communicator>>(std::move(comms[size_t(r)]));
       mine.control_comm = [comm] { return std::move(*comm); };
       try {
-        if (comm::SimClock* clock = (*comm)->sim_clock()) clock->attach_this_thread();
+        comm::SimClock* clock = (*comm)->sim_clock();
+        if (clock && sim.gflops == 0) clock->attach_this_thread();
         codes[size_t(r)] = run_training(run_config, mine);
       } catch (...) {
         errors[size_t(r)] = std::current_exception();

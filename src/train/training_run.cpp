@@ -200,11 +200,20 @@ void TrainingRun::warn_stretched_schedule(const json& saved, int64_t step) const
       100.0 * (is / was - 1.0));
 }
 
+TrainingRun::~TrainingRun() {
+  if (comm::SimClock* sim = comm_.sim_clock(); sim && config_.parallel.sim.gflops > 0)
+    sim->set_cpu_source({});  // the clock keeps what it charged; the model goes
+}
+
 // The model's weights: initialised, or from --init-from, or from the checkpoint of --resume
 // (with the optimizer's state); then the optimizer takes the final buffers.
 void TrainingRun::build_and_restore(const std::string& resume_path, const std::string& init_from,
                                     const std::vector<std::string>& allow_change) {
   model_ = model::make_model(config_.model, B_, T_, ops_, config_.kernels.matmul_dtype);
+  if (comm::SimClock* sim = comm_.sim_clock(); sim && config_.parallel.sim.gflops > 0)
+    sim->set_cpu_source([model = model_.get(), rate = 1e9 * config_.parallel.sim.gflops] {
+      return model->flops_done() / rate;
+    });
   model_->init_weights(tc_.seed);
   if (!init_from.empty()) run::init_weights_from(init_from, *model_);  // shapes checked
   optimizer_ = optim::make_optimizer({config_.optimizer, config_.parallel, model_->layout(), ops_,

@@ -77,6 +77,10 @@ class TrainingRun {
   // memory at several ranks). `config` is validated.
   TrainingRun(comm::Communicator& comm, comm::Communicator& buffers, const kernels::OpTable& ops,
               run::RunConfig config, const TrainStart& start);
+  // Detaches the simulated clock from the model's FLOP count (parallel.sim.gflops).
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
   int run();
 
  private:

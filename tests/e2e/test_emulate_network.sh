@@ -49,9 +49,24 @@ within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= h
 mpicc -O2 -o "$WORK/probe" tests/e2e/mpi_link_probe.c || { fail "mpicc tests/e2e/mpi_link_probe.c"; finish; }
 
 # ---- (a) the caps hold -------------------------------------------------------------------------
-rc=0
-bash "$EMU" --rate 100mbit -- -np 2 "$WORK/probe" 4 >"$WORK/a1.log" 2>&1 || rc=$?
-cat "$WORK/a1.log"
+# A busy machine (ctest -j 2) can slow the probe below the cap's 60%: up to 3 tries while a link
+# is slow and none is above the cap (a link above it fails at once).
+slow_link() {
+  local link m
+  for link in "0->1" "1->0"; do
+    m="$(field "$1" "$link" mbit_per_s)"
+    awk -v x="${m:-0}" 'BEGIN { exit !(x < 60) }' && return 0
+  done
+  return 1
+}
+for try in 1 2 3; do
+  rc=0
+  bash "$EMU" --rate 100mbit -- -np 2 "$WORK/probe" 4 >"$WORK/a1.log" 2>&1 || rc=$?
+  cat "$WORK/a1.log"
+  [[ $rc -eq 0 ]] && slow_link "$WORK/a1.log" && [[ $try -lt 3 ]] || break
+  echo "a link measured below 60 Mbit/s (try $try of 3): measuring again"
+  check_clean "after --rate 100mbit, try $try" "$(run_id "$WORK/a1.log")"
+done
 if [[ $rc -ne 0 ]]; then
   fail "--rate 100mbit probe exited $rc"
 else

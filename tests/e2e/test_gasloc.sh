@@ -1,9 +1,11 @@
 # DiLoCo, GASLoC and gossip end to end (docs/GASLOC.md), at 4 ranks on the tiny model: GASLoC
-# mixed_nesterov on the complete graph reproduces DiLoCo bit for bit; a gossip round issues
+# mixed_nesterov on the complete graph reproduces DiLoCo bit for bit, and the accelerated default
+# within 1e-4 of every loss (its general mixing path rounds differently); a gossip round issues
 # sendrecv calls only, of the analytic size (one_peer: one parameter vector per round, ring: two);
 # a slow rank (GOSSAMER_FAULT=delay) delays only the peers it exchanges with (DiLoCo: everyone);
 # per-rank local_steps; each replica's validation loss and the consensus distance at evaluation;
-# per-rank state resumes bit-identical at the same world size and is refused at another; bad
+# per-rank state of every mode resumes bit-identical at the same world size, from mid-round and
+# from a round end, and is refused at another; bad
 # settings are refused naming the key.
 source "$(dirname "$0")/lib.sh"
 require_data
@@ -23,6 +25,7 @@ metrics() { echo "$WORK/$1/metrics.jsonl"; }
 train4 diloco --set optimizer.name=diloco --set optimizer.diloco.local_steps=4 \
   --set train.eval_every=4 --set train.eval_batches=2
 train4 complete --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=4 \
+  --set optimizer.gasloc.mode=mixed_nesterov \
   --set optimizer.gasloc.topology=complete --set train.eval_every=4 --set train.eval_batches=2
 node -e '
   const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
@@ -41,6 +44,22 @@ node -e '
             "$WORK/complete/checkpoints/step_00000016/model.safetensors" \
   && pass "gasloc on the complete graph = diloco bit for bit: $(cat "$WORK/cmp"), the same final model" \
   || fail "complete graph vs diloco: $(cat "$WORK/cmp")"
+train4 complete-acc --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=4 \
+  --set optimizer.gasloc.topology=complete --set train.eval_every=4 --set train.eval_batches=2
+node -e '
+  const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
+  const a = rd(process.argv[1]), b = rd(process.argv[2]);
+  let worst = 0, n = 0;
+  for (const k of ["loss", "val_loss"]) {
+    const x = a.filter((j) => k in j), y = b.filter((j) => k in j);
+    if (x.length !== y.length) process.exit(2);
+    for (let i = 0; i < x.length; ++i, ++n) worst = Math.max(worst, Math.abs(x[i][k] - y[i][k]) / Math.abs(x[i][k]));
+  }
+  console.log(`${n} losses, largest relative difference ${worst.toExponential(2)}`);
+  process.exit(n === 21 && worst < 1e-4 ? 0 : 1);' \
+  "$(metrics diloco)" "$(metrics complete-acc)" >"$WORK/cmp" \
+  && pass "gasloc accelerated on the complete graph = diloco to rounding: $(cat "$WORK/cmp")" \
+  || fail "accelerated on the complete graph vs diloco: $(cat "$WORK/cmp")"
 
 # 2. Gossip rounds: between agreements (log_every 8) no collective at all, at a round end only
 # sendrecv calls of P floats per exchange (one_peer: 1, ring: 2); the replicas' losses and the
@@ -109,22 +128,28 @@ node -e '
   process.exit(ends === "3,6,9" && idle === "2,3,5,6,8,9" ? 0 : 1);' "$(metrics hetero)" >"$WORK/cmp" \
   && pass "per-rank local_steps: $(cat "$WORK/cmp")" || fail "per-rank local_steps: $(cat "$WORK/cmp")"
 
-# 5. Per-rank state: resume at 4 ranks bit-identical (mid-round checkpoint), refused at 2.
-for m in "gasloc mode=zij_literal" "diloco outer_lr=0.5"; do
+# 5. Per-rank state: resume at 4 ranks bit-identical from step 4 (mid-round: rounds of 3) and
+# from step 6 (a round end), for every gasloc mode and diloco; refused at 2 ranks.
+for m in "gasloc mode=accelerated" "gasloc mode=mixed_nesterov" "gasloc mode=zij_literal" "diloco outer_lr=0.5"; do
   set -- $m
-  train4 "res-$1" --set "optimizer.name=$1" --set "optimizer.$1.local_steps=3" --set "optimizer.$1.$2" \
-    --set train.checkpoint_every=4 --set train.keep_checkpoints=0 --set train.steps=12 || continue
-  train4 "res-$1-r" --set "optimizer.name=$1" --set "optimizer.$1.local_steps=3" --set "optimizer.$1.$2" \
-    --set train.checkpoint_every=4 --set train.keep_checkpoints=0 --set train.steps=12 \
-    --resume "$WORK/res-$1/checkpoints/step_00000004" \
-    && cmp -s "$WORK/res-$1/checkpoints/step_00000012/optimizer.safetensors" "$WORK/res-$1-r/checkpoints/step_00000012/optimizer.safetensors" \
-    && cmp -s "$WORK/res-$1/checkpoints/step_00000012/model.safetensors" "$WORK/res-$1-r/checkpoints/step_00000012/model.safetensors" \
-    && pass "$1: resume from step 4 (mid-round) at 4 ranks is bit-identical" || fail "$1: resume differs"
+  name="res-$1-${2#*=}"
+  opts=(--set "optimizer.name=$1" --set "optimizer.$1.local_steps=3" --set "optimizer.$1.$2"
+        --set optimizer.gasloc.topology=ring --set train.checkpoint_every=2 --set train.keep_checkpoints=0
+        --set train.steps=8)
+  [[ $1 == diloco ]] && opts=("${opts[@]:0:6}" "${opts[@]:8}")  # no gasloc section for diloco
+  train4 "$name" "${opts[@]}" || continue
+  for from in 4 6; do
+    train4 "$name-r$from" "${opts[@]}" --resume "$WORK/$name/checkpoints/step_0000000$from" \
+      && cmp -s "$WORK/$name/checkpoints/step_00000008/optimizer.safetensors" "$WORK/$name-r$from/checkpoints/step_00000008/optimizer.safetensors" \
+      && cmp -s "$WORK/$name/checkpoints/step_00000008/model.safetensors" "$WORK/$name-r$from/checkpoints/step_00000008/model.safetensors" \
+      && pass "$1 $2: resume from step $from ($( ((from % 3)) && echo mid-round || echo a round end)) at 4 ranks is bit-identical" \
+      || fail "$1 $2: resume from step $from differs"
+  done
 done
 expect_error "gasloc state at another world size" "\[error\] .*per rank .*saved at 4 rank\(s\); this run has 2" \
   mpirun_np 2 "$G" train -c $TINY "${common[@]}" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=3 \
-  --set optimizer.gasloc.mode=zij_literal --set train.steps=12 --set data.micro_batch=4 --out "$WORK/res-2" \
-  --resume "$WORK/res-gasloc/checkpoints/step_00000004"
+  --set optimizer.gasloc.mode=zij_literal --set optimizer.gasloc.topology=ring --set train.steps=8 \
+  --set data.micro_batch=4 --out "$WORK/res-2" --resume "$WORK/res-gasloc-zij_literal/checkpoints/step_00000004"
 
 # 6. Bad settings, named by key.
 bad() { local name="$1" pattern="$2"; shift 2

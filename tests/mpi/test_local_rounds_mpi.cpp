@@ -3,7 +3,8 @@
 // exchange lists of 1000 rounds form one consistent graph (a sends to b exactly when b receives
 // from a; matchings pair every rank but world % 2 with another, never itself) and the random
 // matchings agree bit for bit on every rank and vary from round to round. On 2 ranks, diloco,
-// gasloc (mixed_nesterov, zij_literal; one_peer, ring, two_peer, complete) and gossip, with one
+// gasloc (accelerated, mixed_nesterov, zij_literal; one_peer, ring, two_peer, complete) and
+// gossip, with one
 // local step and with per-rank local steps, match after every update the values computed by hand
 // in double from the formulas (docs/GASLOC.md) within 1e-6 relative, with no message between
 // round ends, and their replicas are bit-identical at round ends exactly when the method averages
@@ -311,7 +312,7 @@ double grad_of(size_t i, int rank, int64_t t) {
   }
 }
 
-enum class Method { DILOCO, MIXED_NESTEROV, ZIJ_LITERAL, GOSSIP };
+enum class Method { DILOCO, ACCELERATED, MIXED_NESTEROV, ZIJ_LITERAL, GOSSIP };
 
 struct Case {
   const char* label;
@@ -357,7 +358,7 @@ std::vector<std::array<std::vector<double>, 2>> reference(const Case& c, size_t 
     k.m.assign(n, 0.0);
     k.v.assign(n, 0.0);
     k.mom.assign(n, 0.0);
-    k.y_prev.assign(n, 0.0);
+    k.y_prev = k.x;  // before round 1: the first weights
     k.anchor = k.x;
   }
   const double alpha = c.gossip_weight > 0 ? c.gossip_weight : 0.5;
@@ -368,7 +369,6 @@ std::vector<std::array<std::vector<double>, 2>> reference(const Case& c, size_t 
     for (int k = 0; k < 2; ++k)
       if (slot < steps_of(c, k)) inner_step(r[k], k, t, round * steps_of(c, k) + slot + 1);
     if (t % slots == 0) {
-      const int64_t ended = t / slots;  // 1-based
       for (size_t i = 0; i < n; ++i) {
         if (c.method == Method::DILOCO) {
           const double delta = ((r[0].anchor[i] - r[0].x[i]) + (r[1].anchor[i] - r[1].x[i])) / 2;
@@ -390,13 +390,23 @@ std::vector<std::array<std::vector<double>, 2>> reference(const Case& c, size_t 
           }
           for (int k = 0; k < 2; ++k)
             r[k].x[i] = r[k].anchor[i] = (1 - alpha) * z[k] + alpha * z[1 - k];
-        } else {  // zij_literal: gamma (y - y_prev) from the second round on
+        } else if (c.method == Method::ACCELERATED) {  // mix((1 + gamma) y - gamma y_prev)
+          double y[2], z[2];
+          for (int k = 0; k < 2; ++k) {
+            y[k] = r[k].anchor[i] + kOuterLr * (r[k].x[i] - r[k].anchor[i]);
+            z[k] = (1 + kMu) * y[k] - kMu * r[k].y_prev[i];
+          }
+          for (int k = 0; k < 2; ++k) {
+            r[k].x[i] = r[k].anchor[i] = (1 - alpha) * z[k] + alpha * z[1 - k];
+            r[k].y_prev[i] = y[k];
+          }
+        } else {  // zij_literal: mix(y) + gamma (y - y_prev)
           double y[2];
           for (int k = 0; k < 2; ++k)
             y[k] = r[k].anchor[i] + kOuterLr * (r[k].x[i] - r[k].anchor[i]);
           for (int k = 0; k < 2; ++k) {
-            double next = (1 - alpha) * y[k] + alpha * y[1 - k];
-            if (ended > 1) next += kMu * (y[k] - r[k].y_prev[i]);
+            const double next =
+                (1 - alpha) * y[k] + alpha * y[1 - k] + kMu * (y[k] - r[k].y_prev[i]);
             r[k].x[i] = r[k].anchor[i] = next;
             r[k].y_prev[i] = y[k];
           }
@@ -432,7 +442,9 @@ void run_two_rank_case(const Case& c) {
   cfg.gasloc.topology = cfg.gossip.topology = c.topology;
   cfg.gasloc.gossip_weight = cfg.gossip.gossip_weight = c.gossip_weight;
   cfg.gasloc.mode = c.method == Method::ZIJ_LITERAL ? optim::GaslocMode::GASLOC_MODE_ZIJ_LITERAL
-                                                    : optim::GaslocMode::GASLOC_MODE_MIXED_NESTEROV;
+                    : c.method == Method::MIXED_NESTEROV
+                        ? optim::GaslocMode::GASLOC_MODE_MIXED_NESTEROV
+                        : optim::GaslocMode::GASLOC_MODE_ACCELERATED;
   const optim::ParallelConfig par;
   auto opt = optim::make_optimizer({cfg, par, layout, kernels::cpu_ops(), comm, comm, kSeed, 100});
   std::vector<float> x(n), g(n);
@@ -485,13 +497,8 @@ void run_two_rank_case(const Case& c) {
     for (size_t i = 0; i < n; ++i) differ += std::memcmp(&x[i], &theirs[i], sizeof(float)) != 0;
     if (!round_end) {
       EXPECT_GT(differ, 0u) << "replicas equal inside a round despite different gradients";
-    } else if (c.method == Method::ZIJ_LITERAL) {
-      // Round 1 is a pairwise average (gamma 0); later the unmixed momentum term separates them.
-      if (t / slots == 1) {
-        EXPECT_EQ(differ, 0u) << "zij_literal round 1 is the pair's exact average";
-      } else {
-        EXPECT_GT(differ, 0u) << "zij_literal replicas identical after round " << t / slots;
-      }
+    } else if (c.method == Method::ZIJ_LITERAL) {  // the unmixed momentum term separates them
+      EXPECT_GT(differ, 0u) << "zij_literal replicas identical after round " << t / slots;
     } else if (c.gossip_weight > 0 && c.gossip_weight != 0.5) {
       EXPECT_GT(differ, 0u) << "alpha " << c.gossip_weight << " averaged exactly";
     } else {
@@ -524,6 +531,9 @@ TEST(LocalRoundsOuter, TwoRanksMatchTheHandComputedFormulas) {
       {"gasloc mixed_nesterov H=1", Method::MIXED_NESTEROV, kOne, {1}, 0, 3},
       {"gasloc mixed_nesterov H=[1,2]", Method::MIXED_NESTEROV, kOne, {1, 2}, 0, 2},
       {"gasloc zij_literal H=1", Method::ZIJ_LITERAL, kOne, {1}, 0, 3},
+      {"gasloc accelerated H=1", Method::ACCELERATED, kOne, {1}, 0, 3},
+      {"gasloc accelerated H=[1,2] alpha=1/4", Method::ACCELERATED, kOne, {1, 2}, 0.25, 3},
+      {"gasloc accelerated H=2 complete", Method::ACCELERATED, kComplete, {2}, 0, 3},
       {"gossip H=1", Method::GOSSIP, kOne, {1}, 0, 3},
       {"gossip H=1 alpha=1/4", Method::GOSSIP, kOne, {1}, 0.25, 2},
       {"gasloc mixed_nesterov H=1 ring", Method::MIXED_NESTEROV, kRing, {1}, 0, 2},
@@ -564,10 +574,12 @@ TEST(LocalRoundsBytes, GossipRoundSendsToItsPeersOnly) {
     cfg.gasloc.local_steps = {{1}};
     cfg.gasloc.topology = topo;
     cfg.gasloc.outer_lr = kOuterLr, cfg.gasloc.outer_momentum = kMu;
+    cfg.gasloc.mode = optim::GaslocMode::GASLOC_MODE_MIXED_NESTEROV;
     const optim::ParallelConfig par;
     auto opt =
         optim::make_optimizer({cfg, par, layout, kernels::cpu_ops(), comm, comm, kSeed, 100});
-    // Zero gradients: the inner step moves nothing, so delta = 0 and z = x, and the round is
+    // Zero gradients and mixed_nesterov (whose momentum sees only the pseudo-gradient, not the
+    // mixing): the inner step moves nothing, so delta = 0 and z = x, and the round is
     // the mixing alone: x_r <- (1 - deg_r alpha) x_r + alpha sum over its sources x_s. The
     // complete graph starts every rank from the same weights, as a run does (its exact average
     // takes DiLoCo's path, which assumes the ranks' anchors equal).

@@ -3,11 +3,13 @@
 // names the row gives DecoderModel being in its layout) and whose validation rejects what the
 // family cannot compute; every family has one row of the Hugging Face table (hf/hf_family.h)
 // found by its enum and by its model_type; a value outside the enum is an error naming
-// model.family.
+// model.family. The FLOPs a model counts as it runs (the compute of simulated time at
+// parallel.sim.gflops) equal the analytic estimate 6N + 6LCT per training token.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hf/hf_family.h"
 #include "kernels/ops.h"
@@ -48,6 +50,36 @@ TEST(ModelFamilyTable, FactoryBuildsTheFamilyWithItsDefaultMlpWidth) {
   }
   EXPECT_EQ(model::family_info(ModelFamily::MODEL_FAMILY_GPT2).default_d_ff(48), 192);
   EXPECT_EQ(model::family_info(ModelFamily::MODEL_FAMILY_LLAMA).default_d_ff(48), 256);
+}
+
+// Counted op by op in the passes against the closed form of model.cpp: the two must agree for
+// every family (vocabulary unpadded, since the products run over the padded rows), except that
+// the estimate's N also holds the vectors (biases, norm gains), which make no product. With
+// GQA (llama, 2 of 4 heads for keys and values) the key and value products are in N.
+TEST(ModelFamilyTable, CountedFlopsEqualTheEstimatePerTrainingToken) {
+  for (const model::ModelFamilyInfo& row : model::model_families()) {
+    model::ModelConfig cfg;
+    cfg.family = row.family;
+    cfg.n_layer = 2, cfg.n_head = 4, cfg.d_model = 32, cfg.vocab_size = 128;
+    cfg.max_seq_len = 8;
+    if (row.family == ModelFamily::MODEL_FAMILY_LLAMA) cfg.n_kv_head = 2;
+    const int B = 3, T = 5;
+    auto m = model::make_model(cfg, B, 8, kernels::cpu_ops());
+    m->init_weights(1);
+    std::vector<int32_t> tokens(B * T), targets(B * T);
+    for (int i = 0; i < B * T; ++i) tokens[i] = (7 * i) % 128, targets[i] = (5 * i + 3) % 128;
+    EXPECT_EQ(m->flops_done(), 0.0);
+    m->forward(tokens.data(), targets.data(), B, T);
+    m->backward(1.0f);
+    double vectors = 0;  // parameters of 1-D views: counted in 6N, no matrix product
+    for (const model::ParamView& v : m->layout().views())
+      if (v.shape.size() == 1) vectors += double(v.numel);
+    EXPECT_GT(vectors, 0.0);
+    const double step = (model::flops_per_token(*m, T) - 6 * vectors) * B * T;
+    EXPECT_NEAR(m->flops_done(), step, 1e-12 * step) << model::family_name(row.family);
+    m->eval_loss(tokens.data(), targets.data(), B, T);  // forward only: a third
+    EXPECT_NEAR(m->flops_done(), step * 4 / 3, 1e-12 * step) << model::family_name(row.family);
+  }
 }
 
 TEST(ModelFamilyTable, FamilySpecificValidationNamesTheKey) {

@@ -128,6 +128,27 @@ TEST(SimClock, NoTimePassesWithoutComputeOrMessagesAndClocksNeverGoBack) {
   EXPECT_EQ(end[0], 4.0);
 }
 
+// parallel.sim.gflops: the trainer swaps the CPU counter for the model's FLOPs over the rate
+// once the model exists. What the old source counted stays charged, the new one counts from its
+// value at the swap, and an empty source (the model gone) charges nothing more.
+TEST(SimClock, ASwappedComputeSourceKeepsWhatTheOldOneCharged) {
+  auto end = run_clocked(uniform(1000, 0), 2, [](Communicator& comm, double* cpu) {
+    SimClock& clock = *comm.sim_clock();
+    *cpu = 2.0;
+    double flops = 1e9;
+    clock.set_cpu_source([&flops] { return flops / 1e9; });  // charges cpu's 2 s first
+    EXPECT_EQ(clock.now(), 2.0);
+    flops = 4e9;
+    EXPECT_EQ(clock.now(), 5.0);
+    flops = 6e9;
+    clock.set_cpu_source({});
+    flops = 100e9;
+    EXPECT_EQ(clock.now(), 7.0);
+    EXPECT_EQ(clock.compute_s(), 7.0);
+  });
+  EXPECT_EQ(end[0], 7.0);
+}
+
 TEST(SimNetwork, RatesOfEachKind) {
   SimConfig c = uniform(800, 5);
   SimNetwork u(c, 4);
