@@ -10,7 +10,7 @@
 // bytes sent; both checkpoints tensor for tensor): DataParallel with AdamW (zero_stage 0, fp32,
 // several buckets overlapped with backward), with AdamS (zero_stage 1, bf16 gradients) and with
 // AdamW (zero_stage 2, bf16, two micro-batches, not overlapped); DiLoCo (rounds of 2 steps),
-// GASLoC (mixed_nesterov with one peer, zij_literal on the ring) and gossip (the complete graph,
+// GASLoC (accelerated with one peer, zij_literal on the ring) and gossip (the complete graph,
 // not the exact average): the replicas evaluated apart at step 3, inside a round, and the average
 // swapped into the model for the validation loss and the checkpoint; SCAPE sharded (reading A
 // with its defaults, reading B, the stale moves) and unsharded (rank 0's mask): the mask
