@@ -132,8 +132,8 @@ inline void* alloc(size_t bytes) {
   const size_t mapped = page_rounded(bytes);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_arena == 0) {  // reserved PROT_NONE: fresh pages read as zero once opened
-    void* a = mmap(nullptr, kArenaBytes, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* a =
+        mmap(nullptr, kArenaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (a == MAP_FAILED) fail("guarded device memory: cannot reserve %zu bytes", kArenaBytes);
     g_arena = reinterpret_cast<uintptr_t>(a);
   }
