@@ -8,8 +8,8 @@ over seeds with the spread (max - min), the gap of the mean to the reference met
 default adamw) in nats and percent, and whether the gap exceeds the two spreads together; then
 the relative consensus distance at every evaluation (mean over seeds), and, for a ring of
 --ranks ranks with the default weight 1/3, its spectral gap and the best accelerated momentum.
-Invariant: a method missing a seed's final evaluation is reported, never averaged over fewer
-seeds silently.
+Invariant: a method missing a seed's evaluation at its last planned step (point.json's
+train.steps) is reported, never averaged over fewer seeds silently.
 """
 import argparse
 import json
@@ -47,30 +47,32 @@ def main():
                     if os.path.isfile(os.path.join(a.sweep, p, "metrics.jsonl")))
     if not points:
         sys.exit(f"study-gasloc-many: no run with metrics.jsonl in {a.sweep}")
-    methods = {}
+    methods, planned = {}, {}
     for p in points:
         m, s = method_and_seed(p)
         methods.setdefault(m, {})[s] = read(os.path.join(a.sweep, p))
+        with open(os.path.join(a.sweep, p, "point.json"), encoding="utf-8") as f:
+            planned[(m, s)] = json.load(f)["train"]["steps"]
 
-    def final(lines):
-        v = [j for j in lines if "val_loss" in j]
+    def final(lines, steps):  # the evaluation at the last planned step (a run still going has none)
+        v = [j for j in lines if "val_loss" in j and j.get("step") == steps]
         return v[-1] if v else None
 
-    def summary(runs):
-        vals = {s: final(l) for s, l in runs.items()}
+    def summary(m):
+        vals = {s: final(l, planned[(m, s)]) for s, l in methods[m].items()}
         missing = [s for s, v in vals.items() if v is None]
         got = [v["val_loss"] for v in vals.values() if v is not None]
         return got, missing
 
-    ref_vals, _ = summary(methods.get(a.ref, {}))
+    ref_vals, _ = summary(a.ref) if a.ref in methods else ([], [])
     ref_mean = sum(ref_vals) / len(ref_vals) if ref_vals else None
     ref_spread = max(ref_vals) - min(ref_vals) if ref_vals else None
     print(f"| method | seeds | final val, mean | spread (max - min) | vs {a.ref} (nats) | vs {a.ref} | beyond both spreads |")
     print("|---|--:|--:|--:|--:|--:|---|")
     for m, runs in methods.items():
-        got, missing = summary(runs)
+        got, missing = summary(m)
         if missing:
-            print(f"| {m} | {len(runs)} | missing the final evaluation of seed(s) {', '.join(missing)} | | | | |")
+            print(f"| {m} | {len(runs)} | no final evaluation (yet) for seed(s) {', '.join(missing)} | | | | |")
             continue
         mean, spread = sum(got) / len(got), max(got) - min(got)
         if ref_mean is None or m == a.ref:

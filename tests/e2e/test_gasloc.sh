@@ -24,40 +24,35 @@ metrics() { echo "$WORK/$1/metrics.jsonl"; }
 # final model.
 train4 diloco --set optimizer.name=diloco --set optimizer.diloco.local_steps=4 \
   --set train.eval_every=4 --set train.eval_batches=2
+# compare_losses RUN_A RUN_B TOLERANCE: every logged training and validation loss of two runs,
+# the largest relative difference (21 losses expected) and the rounds' ends of RUN_A; exit 0
+# when that difference is at most TOLERANCE.
+compare_losses() {
+  node -e '
+    const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
+    const a = rd(process.argv[1]), b = rd(process.argv[2]), tol = Number(process.argv[3]);
+    let worst = 0, n = 0;
+    for (const k of ["loss", "val_loss"]) {
+      const x = a.filter((j) => k in j), y = b.filter((j) => k in j);
+      if (x.length !== y.length) process.exit(2);
+      for (let i = 0; i < x.length; ++i, ++n) worst = Math.max(worst, Math.abs(x[i][k] - y[i][k]) / Math.abs(x[i][k]));
+    }
+    const rounds = a.filter((j) => "loss" in j && j.optim.round_end === 1).map((j) => j.step).join();
+    console.log(`${n} losses, largest relative difference ${worst.toExponential(2)}, rounds end at ${rounds}`);
+    process.exit(n === 21 && worst <= tol && rounds === "4,8,12,16" ? 0 : 1);' \
+    "$(metrics "$1")" "$(metrics "$2")" "$3"
+}
 train4 complete --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=4 \
   --set optimizer.gasloc.mode=mixed_nesterov \
   --set optimizer.gasloc.topology=complete --set train.eval_every=4 --set train.eval_batches=2
-node -e '
-  const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
-  const a = rd(process.argv[1]), b = rd(process.argv[2]);
-  let worst = 0, n = 0;
-  for (const k of ["loss", "val_loss"]) {
-    const x = a.filter((j) => k in j), y = b.filter((j) => k in j);
-    if (x.length !== y.length) process.exit(2);
-    for (let i = 0; i < x.length; ++i, ++n) worst = Math.max(worst, Math.abs(x[i][k] - y[i][k]) / Math.abs(x[i][k]));
-  }
-  const rounds = a.filter((j) => "loss" in j && j.optim.round_end === 1).map((j) => j.step).join();
-  console.log(`${n} losses, largest relative difference ${worst.toExponential(2)}, rounds end at ${rounds}`);
-  process.exit(n === 21 && worst === 0 && rounds === "4,8,12,16" ? 0 : 1);' \
-  "$(metrics diloco)" "$(metrics complete)" >"$WORK/cmp" \
+compare_losses diloco complete 0 >"$WORK/cmp" \
   && cmp -s "$WORK/diloco/checkpoints/step_00000016/model.safetensors" \
             "$WORK/complete/checkpoints/step_00000016/model.safetensors" \
   && pass "gasloc on the complete graph = diloco bit for bit: $(cat "$WORK/cmp"), the same final model" \
   || fail "complete graph vs diloco: $(cat "$WORK/cmp")"
 train4 complete-acc --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=4 \
   --set optimizer.gasloc.topology=complete --set train.eval_every=4 --set train.eval_batches=2
-node -e '
-  const rd = (f) => require("fs").readFileSync(f, "utf8").split("\n").filter(Boolean).map(JSON.parse);
-  const a = rd(process.argv[1]), b = rd(process.argv[2]);
-  let worst = 0, n = 0;
-  for (const k of ["loss", "val_loss"]) {
-    const x = a.filter((j) => k in j), y = b.filter((j) => k in j);
-    if (x.length !== y.length) process.exit(2);
-    for (let i = 0; i < x.length; ++i, ++n) worst = Math.max(worst, Math.abs(x[i][k] - y[i][k]) / Math.abs(x[i][k]));
-  }
-  console.log(`${n} losses, largest relative difference ${worst.toExponential(2)}`);
-  process.exit(n === 21 && worst < 1e-4 ? 0 : 1);' \
-  "$(metrics diloco)" "$(metrics complete-acc)" >"$WORK/cmp" \
+compare_losses diloco complete-acc 1e-4 >"$WORK/cmp" \
   && pass "gasloc accelerated on the complete graph = diloco to rounding: $(cat "$WORK/cmp")" \
   || fail "accelerated on the complete graph vs diloco: $(cat "$WORK/cmp")"
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/adamw_reference.h"
 #include "comm/communicator.h"
 #include "core/enum_names.h"
 #include "kernels/ops.h"
@@ -340,13 +341,8 @@ struct RefRank {
 // AdamW with weight decay 0 and no clipping at the rank's own step count s, as the kernel writes
 // it: m/(1 - b1^s) / (sqrt(v/(1 - b2^s)) + eps).
 void inner_step(RefRank& r, int rank, int64_t t, int64_t s) {
-  const double bc1 = 1 - std::pow(kB1, double(s)), bc2 = 1 - std::pow(kB2, double(s));
-  for (size_t i = 0; i < r.x.size(); ++i) {
-    const double g = grad_of(i, rank, t);
-    r.m[i] = kB1 * r.m[i] + (1 - kB1) * g;
-    r.v[i] = kB2 * r.v[i] + (1 - kB2) * g * g;
-    r.x[i] -= kLr * (r.m[i] / bc1) / (std::sqrt(r.v[i] / bc2) + kEps);
-  }
+  gossamer::testing::adamw_reference_step(r.x, r.m, r.v, s, {kLr, kB1, kB2, kEps},
+                                          [&](size_t i) { return grad_of(i, rank, t); });
 }
 
 // Both ranks' expected parameters after every update t = 1..rounds * slots (index t - 1).

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "adamw_reference.h"
 #include "comm/inprocess_communicator.h"
 #include "core/enum_names.h"
 #include "kernels/ops.h"
@@ -136,13 +137,8 @@ struct RefRank {
 
 // AdamW with weight decay 0 and no clipping at the rank's own step count s.
 void inner_step(RefRank& k, int rank, int64_t t, int64_t s) {
-  const double bc1 = 1 - std::pow(kB1, double(s)), bc2 = 1 - std::pow(kB2, double(s));
-  for (size_t i = 0; i < k.x.size(); ++i) {
-    const double g = grad_of(i, rank, t);
-    k.m[i] = kB1 * k.m[i] + (1 - kB1) * g;
-    k.v[i] = kB2 * k.v[i] + (1 - kB2) * g * g;
-    k.x[i] -= kLr * (k.m[i] / bc1) / (std::sqrt(k.v[i] / bc2) + kEps);
-  }
+  gossamer::testing::adamw_reference_step(k.x, k.m, k.v, s, {kLr, kB1, kB2, kEps},
+                                          [&](size_t i) { return grad_of(i, rank, t); });
 }
 
 // W of round `round` (1-based, as the optimizer numbers them): rank k keeps 1 - alpha deg_k of
