@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ struct StepTelemetry {
   struct Rank {
     int64_t bytes_sent = 0;
     double wait_s = 0;
-    double sim_time = 0;  // its simulated clock (NaN when time is not simulated)
+    // Its simulated clock (NaN: time is not simulated).
+    double sim_time = std::numeric_limits<double>::quiet_NaN();
   };
   std::vector<Rank> ranks;
   // [{"rank": 0, "bytes_sent": ..., "wait_s": ..., "sim_time": ... (if simulated)}, ...]
