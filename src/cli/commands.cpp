@@ -52,7 +52,7 @@ Subcommand add_train_command(CLI::App& app) {
                   "checkpoint)");
   cmd->add_option("--init-from", a->start.init_from,
                   "start from the weights of a checkpoint, run or Hugging Face model directory "
-                  "(fresh optimizer, step 0)");
+                  "(fresh optimizer, step 0); sets train.init_from");
   cmd->add_option("--allow-change", a->start.allow_change,
                   "with --resume: config keys of the run's definition (model, data, optimizer, "
                   "schedule, seed; or global_batch) that may differ from the checkpoint's")
@@ -77,6 +77,9 @@ Subcommand add_train_command(CLI::App& app) {
                            "run in the directory)");
             std::vector<std::string> sets = a->sets;
             if (!a->out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a->out).dump());
+            // Recorded in the run's config.json like the key it overrides.
+            if (!s.init_from.empty())
+              sets.push_back("train.init_from=" + nlohmann::json(s.init_from).dump());
             run::RunConfig config = run::load_run_config(a->config, sets);
             if (ranks->count() > 0) {
               config.parallel.ranks = a->ranks;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "optim/gossip_topology.h"
 
 namespace gossamer::optim {
@@ -31,7 +32,8 @@ Gasloc::Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& 
       alpha_(gossip_weight(graph.topology, world_, graph.gossip_weight)),
       outer_(outer),
       outer_lr_(outer_lr),
-      outer_momentum_(outer_momentum) {
+      outer_momentum_(outer_momentum),
+      mix_momentum_(graph.mix_momentum) {
   const int degree = max_in_degree(topology_, world_);
   GOSSAMER_CHECK(degree == 0 || alpha_ * degree <= 1.0,
                  "optimizer.%s.gossip_weight: %g x the %s topology's degree %d at %d ranks "
@@ -40,20 +42,26 @@ Gasloc::Gasloc(const OptimizerSetup& setup, const char* name, const LocalSteps& 
                  1.0 / degree);
   exact_average_ = topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE &&
                    (graph.gossip_weight == 0 || alpha_ * world_ == 1.0);
-  fast_path_ = complete_fast_path && exact_average_ && outer_ == OuterUpdate::OUTER_MIXED_NESTEROV;
+  fast_path_ = complete_fast_path && exact_average_ && mix_momentum_ == 0 &&
+               outer_ == OuterUpdate::OUTER_MIXED_NESTEROV;
   const MemoryOps& memory = *ops_.memory;
   if (outer_ != OuterUpdate::OUTER_NONE) {
     anchor_ = Buffer<float>(total_, memory);
     momentum_ = Buffer<float>(total_, memory);  // zero-filled
   }
   scratch_ = Buffer<float>(total_, memory);
+  if (mix_momentum_ > 0) correction_ = Buffer<float>(total_, memory);  // zero-filled
+  log_info("%s: %s mixing%s", name, std::string(enum_name(topology_)).c_str(),
+           mix_momentum_ > 0
+               ? strprintf(" with momentum %g on the disagreement", mix_momentum_).c_str()
+               : "");
   const int buffers = topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE ? 1 : degree;
   for (int i = 0; i < buffers && world_ > 1; ++i) received_.emplace_back(total_, memory);
 }
 
 Replicas Gasloc::replicas() const {
   return topology_ == GossipTopology::GOSSIP_TOPOLOGY_COMPLETE && exact_average_ &&
-                 outer_ != OuterUpdate::OUTER_ZIJ_LITERAL
+                 mix_momentum_ == 0 && outer_ != OuterUpdate::OUTER_ZIJ_LITERAL
              ? Replicas::REPLICAS_IDENTICAL_AT_ROUND_END
              : Replicas::REPLICAS_INDEPENDENT;
 }
@@ -135,6 +143,14 @@ void Gasloc::combine(float own, float w, const std::vector<const float*>& in, fl
     ops_.axpy(acc, -gamma, y_prev, n);    // + gamma (x - y_prev)
     ops_.memory->copy(y_prev, x, bytes);  // this round's y for the next
   }
+  if (mix_momentum_ > 0) {  // x <- W z + beta (W z - z + c), c <- x - z (z: x before the mix)
+    float* c = correction_.data();
+    ops_.axpy(c, 1.0f, acc, n);
+    ops_.axpy(c, -1.0f, x, n);  // c + W z - z
+    ops_.axpy(acc, float(mix_momentum_), c, n);
+    ops_.memory->copy(c, acc, bytes);
+    ops_.axpy(c, -1.0f, x, n);
+  }
   ops_.memory->copy(x, acc, bytes);
 }
 
@@ -152,7 +168,7 @@ void Gasloc::mix(int64_t round, float* y_prev) {
     ops_.memory->copy(sum, x, n * sizeof(float));
     comm_.all_reduce(sum, n, comm::DType::F32, comm::ReduceOp::SUM).wait();
     last_degree_ = world_ - 1;
-    if (exact_average_ && y_prev == nullptr) {  // the mean, as DiLoCo averages
+    if (exact_average_ && y_prev == nullptr && mix_momentum_ == 0) {  // the mean, as DiLoCo
       ops_.scale(sum, float(1.0 / world_), n);
       ops_.memory->copy(x, sum, n * sizeof(float));
       return;
@@ -181,15 +197,23 @@ void Gasloc::mix(int64_t round, float* y_prev) {
 }
 
 std::vector<StateTensor> Gasloc::outer_state() {
-  if (outer_ == OuterUpdate::OUTER_NONE) return {};
-  const char* second =
-      outer_ == OuterUpdate::OUTER_MIXED_NESTEROV ? "gasloc.momentum" : "gasloc.y_prev";
-  return {StateTensor::per_rank("gasloc.anchor", anchor_.data(), total_).in(*ops_.memory),
-          StateTensor::per_rank(second, momentum_.data(), total_).in(*ops_.memory)};
+  std::vector<StateTensor> out;
+  if (outer_ != OuterUpdate::OUTER_NONE) {
+    const char* second =
+        outer_ == OuterUpdate::OUTER_MIXED_NESTEROV ? "gasloc.momentum" : "gasloc.y_prev";
+    out.push_back(StateTensor::per_rank("gasloc.anchor", anchor_.data(), total_).in(*ops_.memory));
+    out.push_back(StateTensor::per_rank(second, momentum_.data(), total_).in(*ops_.memory));
+  }
+  if (mix_momentum_ > 0)
+    out.push_back(
+        StateTensor::per_rank(std::string(name()) + ".correction", correction_.data(), total_)
+            .in(*ops_.memory));
+  return out;
 }
 
 size_t Gasloc::state_bytes() const {
-  return LocalRounds::state_bytes() + (anchor_.size() + momentum_.size()) * sizeof(float);
+  return LocalRounds::state_bytes() +
+         (anchor_.size() + momentum_.size() + correction_.size()) * sizeof(float);
 }
 
 void Gasloc::round_metrics(std::vector<std::pair<std::string, double>>& out) const {

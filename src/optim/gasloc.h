@@ -15,6 +15,9 @@
 //       complete_fast_path the ranks keep the mean momentum and run DiLoCo's round,
 //       bit-identical to diloco).
 //   gossip: x_i <- mix(x)_i (no anchor, no outer state).
+// With mix_momentum beta > 0 (gossip, mixed_nesterov), mix(z)_i becomes W z_i + beta (W z_i -
+// z_i + c_i) and c_i <- x_i - z_i (0 before round 1): heavy-ball momentum on the disagreement
+// only; the c_i sum to zero, so the mean over ranks is W's, untouched (docs/GASLOC.md).
 // Only the matched peers wait for each other: a round issues sendrecv calls only (the complete
 // graph: one all-reduce). Invariant: every rank's outer state is its own (per-rank scope);
 // evaluation and model.safetensors see the average of the replicas.
@@ -56,18 +59,20 @@ class Gasloc final : public LocalRounds {
   // Replaces params_ (this rank's vector to mix) by its mix with the round's peers; `keep`,
   // when given, receives the vector before mixing (zij_literal's y).
   void mix(int64_t round, float* keep);
-  // x <- own x + w sum_e in[e] + gamma (x - y_prev), y_prev <- x (when given), through ops.
+  // x <- own x + w sum_e in[e] + gamma (x - y_prev), y_prev <- x (when given), through ops;
+  // then mix_momentum's term and correction.
   void combine(float own, float w, const std::vector<const float*>& in, float* y_prev, float gamma);
 
   GossipTopology topology_;
   double alpha_;
   OuterUpdate outer_;
-  double outer_lr_, outer_momentum_;
+  double outer_lr_, outer_momentum_, mix_momentum_;
   bool exact_average_;  // complete graph with alpha = 1 / world: the mean, as DiLoCo computes it
   bool fast_path_;      // mixed_nesterov with exact_average_ and complete_fast_path
   // In the op table's memory. momentum: m (mixed_nesterov) or y_prev (accelerated,
   // zij_literal); scratch: the pseudo-gradient or y, then the mix being summed.
   Buffer<float> anchor_, momentum_, scratch_;
+  Buffer<float> correction_;             // c, with mix_momentum > 0 only
   std::vector<Buffer<float>> received_;  // one per exchange of the largest round
   int last_degree_ = 0;
   std::vector<int> last_peers_;

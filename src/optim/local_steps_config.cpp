@@ -43,12 +43,18 @@ void GossipGraph::validate_graph(const std::string& p) const {
   GOSSAMER_CHECK(gossip_weight >= 0 && gossip_weight <= 1,
                  "%sgossip_weight: must lie in [0, 1] (0: 1 / (degree + 1)), found %g", p.c_str(),
                  gossip_weight);
+  GOSSAMER_CHECK(mix_momentum >= 0 && mix_momentum < 1,
+                 "%smix_momentum: must lie in [0, 1), found %g", p.c_str(), mix_momentum);
 }
 
 void GaslocConfig::validate(const std::string& p) const {
   validate_steps(local_steps, p + "local_steps");
   validate_graph(p);
   validate_outer(outer_lr, outer_momentum, p);
+  GOSSAMER_CHECK(mix_momentum == 0 || mode == GaslocMode::GASLOC_MODE_MIXED_NESTEROV,
+                 "%smix_momentum: applies to mode mixed_nesterov only (accelerated and "
+                 "zij_literal carry their momentum in outer_momentum), found %g with mode %s",
+                 p.c_str(), mix_momentum, std::string(enum_name(mode)).c_str());
 }
 
 void GossipConfig::validate(const std::string& p) const {

@@ -60,6 +60,13 @@ struct DilocoConfig {
 struct GossipGraph {
   GossipTopology topology = GossipTopology::GOSSIP_TOPOLOGY_ONE_PEER;
   double gossip_weight = 0;
+  double mix_momentum = 0;
+
+  // A checkpoint written before mix_momentum existed mixed without it.
+  template <class R>
+  static void resume_keys(R& r) {
+    r.added_later("mix_momentum", 0.0);
+  }
 
   template <class V>
   void visit_graph(V& v) {
@@ -73,6 +80,13 @@ struct GossipGraph {
       "alpha, the weight of each received neighbour's vector: x_i <- x_i - alpha sum_j (x_i - "
       "x_j); 0: 1 / (the topology's largest degree + 1), which averages exactly on the complete "
       "graph and in a pair of a matching");
+    v("mix_momentum", mix_momentum,
+      "beta: heavy-ball momentum of the mixing that acts on the replicas' disagreement only. "
+      "With z the vector a rank mixes and c its correction of the previous round (x - z; 0 "
+      "before round 1): x <- W z + beta (W z - z + c). The corrections sum to zero over the "
+      "ranks, so the mean of x is the mean of z: the average's trajectory is untouched and "
+      "only consensus is accelerated (pure averaging: x_{t+1} = (1 + beta) W x_t - beta "
+      "x_{t-1}). 0: plain gossip. In gasloc, mode mixed_nesterov only; docs/GASLOC.md");
   }
   void validate_graph(const std::string& path) const;
 };

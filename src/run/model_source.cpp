@@ -34,12 +34,14 @@ void load_weights(const ModelSource& source, model::Model& model) {
 void init_weights_from(const std::string& path, model::Model& model) {
   const ModelSource source = resolve_model_source(path);
   const std::string diff = model::model_config_difference(source.config.model, model.config());
-  GOSSAMER_CHECK(diff.empty(),
-                 source.hf ? "--init-from %s: config.json describes another model than the run's "
-                             "(%s, config.json vs run)"
-                           : "--init-from %s: the checkpoint is of another model than the run's "
-                             "(%s, checkpoint vs run)",
-                 source.path.c_str(), diff.c_str());
+  GOSSAMER_CHECK(
+      diff.empty(),
+      source.hf
+          ? "train.init_from (--init-from) %s: config.json describes another model than the run's "
+            "(%s, config.json vs run)"
+          : "train.init_from (--init-from) %s: the checkpoint is of another model than the run's "
+            "(%s, checkpoint vs run)",
+      source.path.c_str(), diff.c_str());
   load_weights(source, model);
   log_info("initialised the weights from %s %s",
            source.hf ? "Hugging Face directory" : "checkpoint", source.path.c_str());

@@ -210,6 +210,7 @@ void RunConfig::validate(int world) const {
                  (long long)train.global_batch_tokens);
   for (auto [key, value] : {std::pair{"eval_every", train.eval_every},
                             {"eval_batches", train.eval_batches},
+                            {"eval_replica_batches", train.eval_replica_batches},
                             {"checkpoint_every", train.checkpoint_every},
                             {"keep_checkpoints", train.keep_checkpoints},
                             {"sample_every", train.sample_every}})

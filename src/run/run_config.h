@@ -24,6 +24,7 @@ struct TrainConfig {
   int64_t global_batch_tokens = 0;
   int64_t eval_every = 50;
   int64_t eval_batches = 8;
+  int64_t eval_replica_batches = 0;
   int64_t checkpoint_every = 0;
   int64_t keep_checkpoints = 2;
   int64_t log_every = 1;
@@ -31,14 +32,15 @@ struct TrainConfig {
   int64_t sample_tokens = 64;
   uint64_t seed = 1337;
   std::string out_dir = "runs/default";
+  std::string init_from;
 
   // Resume metadata (run/resume_check.h): the value a checkpoint written before a key existed
   // ran with (added_later), and the keys whose change leaves the run the same run (harmless).
   template <class R>
   static void resume_keys(R& r) {
     for (const char* key :
-         {"steps", "eval_every", "eval_batches", "checkpoint_every", "keep_checkpoints",
-          "log_every", "sample_every", "sample_tokens", "out_dir"})
+         {"steps", "eval_every", "eval_batches", "eval_replica_batches", "checkpoint_every",
+          "keep_checkpoints", "log_every", "sample_every", "sample_tokens", "out_dir", "init_from"})
       r.harmless(key);
     r.harmless("global_batch_tokens");  // the global batch itself is compared on its own
   }
@@ -53,6 +55,11 @@ struct TrainConfig {
     v("eval_batches", eval_batches,
       "validation micro-batches of every rank per evaluation, i.e. eval_batches x micro_batch x "
       "ranks windows (0: the whole validation set)");
+    v("eval_replica_batches", eval_replica_batches,
+      "when the ranks' replicas differ (gossip, GASLoC, DiLoCo mid-round): validation "
+      "micro-batches each rank evaluates its own replica on, for the replicas' losses (0: "
+      "eval_batches x ranks, the windows the average's loss covers); the consensus distance "
+      "needs none");
     v("checkpoint_every", checkpoint_every,
       "checkpoint every N steps; the last step is always checkpointed (0: only the last)");
     v("keep_checkpoints", keep_checkpoints,
@@ -65,6 +72,11 @@ struct TrainConfig {
     v("seed", seed, "seed of the weight init, the data order and sampling");
     v("out_dir", out_dir,
       "run directory (config.json, metrics.jsonl, checkpoints); --out overrides");
+    v("init_from", init_from,
+      "start a new run from the weights of a checkpoint, a run directory (its newest intact "
+      "checkpoint) or a Hugging Face model directory, with a fresh optimizer at step 0 (\"\": "
+      "train.seed's initialisation); unused on --resume, which restores the checkpoint's "
+      "weights; --init-from overrides");
   }
 };
 

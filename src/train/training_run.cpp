@@ -148,7 +148,7 @@ TrainingRun::TrainingRun(comm::Communicator& comm, comm::Communicator& buffers,
                        : start.overwrite     ? RunStart::RUN_START_OVERWRITE
                                              : RunStart::RUN_START_NEW;
   if (rank_ == 0) check_run_directory(tc_.out_dir, how, start.resume);  // before loading
-  build_and_restore(start.resume, start.init_from, start.allow_change);
+  build_and_restore(start.resume, weights_source(start), start.allow_change);
   check_replica_contract();
   resolved_ = run::to_json(config_);
   if (rank_ == 0) {  // the one rank that writes the run directory owns it from here on
@@ -203,6 +203,17 @@ void TrainingRun::warn_stretched_schedule(const json& saved, int64_t step) const
 TrainingRun::~TrainingRun() {
   if (comm::SimClock* sim = comm_.sim_clock(); sim && config_.parallel.sim.gflops > 0)
     sim->set_cpu_source({});  // the clock keeps what it charged; the model goes
+}
+
+// Where a new run's weights come from: TrainStart::init_from (tests), else train.init_from
+// (--init-from sets it); nothing on --resume, which restores the checkpoint's.
+std::string TrainingRun::weights_source(const TrainStart& start) const {
+  if (!start.init_from.empty()) return start.init_from;
+  if (tc_.init_from.empty() || start.resume.empty()) return tc_.init_from;
+  if (rank_ == 0)
+    log_info("train.init_from %s: unused, --resume restores the checkpoint's weights",
+             tc_.init_from.c_str());
+  return "";
 }
 
 // The model's weights: initialised, or from --init-from, or from the checkpoint of --resume

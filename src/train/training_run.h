@@ -50,7 +50,8 @@ Inputs open_inputs(const run::RunConfig& config, int world);
 
 // The replicas of a method whose ranks hold different weights, at an evaluation.
 struct ReplicaEval {
-  std::vector<double> val_loss;   // per rank, on the same windows as the average's
+  std::vector<double> val_loss;   // per rank (train.eval_replica_batches)
+  int64_t tokens = 0;             // evaluated per replica
   double consensus_distance = 0;  // mean over ranks of |x_r - mean(x)|
   double consensus_relative = 0;  // the same over |mean(x)|
   bool stopped = false;           // a signal abandoned the evaluation (on every rank)
@@ -86,6 +87,7 @@ class TrainingRun {
  private:
   void warn_later_checkpoints() const;
   void warn_stretched_schedule(const json& saved, int64_t step) const;
+  std::string weights_source(const TrainStart& start) const;
   void build_and_restore(const std::string& resume_path, const std::string& init_from,
                          const std::vector<std::string>& allow_change);
   void check_replica_contract() const;

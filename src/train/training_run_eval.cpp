@@ -49,10 +49,12 @@ std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
       optimizer_->replicas() == optim::Replicas::REPLICAS_IDENTICAL_EVERY_STEP ||
       optimizer_->replicas_identical_now() || state_.step == 0)
     return std::nullopt;
-  // This rank's replica alone, on the windows the ranks share out for the average's loss.
-  const eval::EvalResult own =
-      eval::evaluate(*model_, *inputs_.val, B_, tc_.eval_batches * world_, tokens_.data(),
-                     targets_.data(), nullptr, interrupt_requested);
+  // This rank's replica alone: by default on the windows the ranks share out for the average's
+  // loss, or on train.eval_replica_batches micro-batches.
+  const int64_t batches =
+      tc_.eval_replica_batches > 0 ? tc_.eval_replica_batches : tc_.eval_batches * world_;
+  const eval::EvalResult own = eval::evaluate(*model_, *inputs_.val, B_, batches, tokens_.data(),
+                                              targets_.data(), nullptr, interrupt_requested);
   const model::HostParamsView replica(*model_);  // read back from device memory
   std::span<const float> x = replica.span();
   float* mean = evaluation_weights_.data();  // scratch until the evaluation weights are written
@@ -69,6 +71,7 @@ std::optional<ReplicaEval> TrainingRun::evaluate_replicas() {
   const double mine[4] = {own.loss, std::sqrt(d2), std::sqrt(m2), own.stopped ? 1.0 : 0.0};
   const std::vector<double> all = comm::all_gather_doubles(comm_, mine);
   ReplicaEval r;
+  r.tokens = own.tokens;
   for (int k = 0; k < world_; ++k) {
     r.val_loss.push_back(all[size_t(4 * k)]);
     r.consensus_distance += all[size_t(4 * k + 1)] / world_;
@@ -100,6 +103,7 @@ bool TrainingRun::evaluate_at(int64_t step, const std::optional<ReplicaEval>& re
         "relative)",
         (long long)step, *lo, *hi, replicas->consensus_distance, replicas->consensus_relative);
     line["val_loss_replicas"] = replicas->val_loss;
+    line["val_tokens_replica"] = replicas->tokens;
     line["optim"] = {{"consensus_distance", replicas->consensus_distance},
                      {"consensus_distance_relative", replicas->consensus_relative}};
   }

@@ -4,8 +4,8 @@
 # sendrecv calls only, of the analytic size (one_peer: one parameter vector per round, ring: two);
 # a slow rank (GOSSAMER_FAULT=delay) delays only the peers it exchanges with (DiLoCo: everyone);
 # per-rank local_steps; each replica's validation loss and the consensus distance at evaluation;
-# per-rank state of every mode resumes bit-identical at the same world size, from mid-round and
-# from a round end, and is refused at another; bad
+# per-rank state of every mode (and of mix_momentum) resumes bit-identical at the same world
+# size, from mid-round and from a round end, and is refused at another; bad
 # settings are refused naming the key.
 source "$(dirname "$0")/lib.sh"
 require_data
@@ -62,9 +62,12 @@ compare_losses diloco complete-acc 1e-4 >"$WORK/cmp" \
 P="$(grep -o '[0-9]* parameters' "$WORK/diloco.log" | head -n 1 | cut -d' ' -f1)"
 for topo in one_peer:1 ring:2; do
   name="gossip-${topo%%:*}"
+  # The ring's replicas are evaluated on 1 micro-batch each (train.eval_replica_batches), one
+  # eighth of the average's 2 x 4; one_peer's on the average's windows (the default).
+  replica_batches=0 && [ "${topo%%:*}" = ring ] && replica_batches=1
   train4 "$name" --set optimizer.name=gasloc --set optimizer.gasloc.local_steps=2 \
     --set "optimizer.gasloc.topology=${topo%%:*}" --set train.log_every=8 --set train.eval_every=8 \
-    --set train.eval_batches=2 || continue
+    --set train.eval_batches=2 --set train.eval_replica_batches=$replica_batches || continue
   node -e '
     const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse);
     const P = Number(process.argv[2]), exchanges = Number(process.argv[3]);
@@ -78,11 +81,14 @@ for topo in one_peer:1 ring:2; do
         bad.push(`step ${j.step}: sent ${j.comm.sendrecv.bytes_sent}`);
     }
     const ev = lines.filter((j) => "val_loss_replicas" in j);
-    if (ev.length !== 2 || ev.some((j) => j.val_loss_replicas.length !== 4 || !(j.optim.consensus_distance > 0)))
+    const share = Number(process.argv[4]) ? 8 : 1;  // tokens of the average per replica token
+    if (ev.length !== 2 || ev.some((j) => j.val_loss_replicas.length !== 4 || !(j.optim.consensus_distance > 0)
+                                    || j.val_tokens_replica * share !== j.val_tokens))
       bad.push(`evaluations ${JSON.stringify(ev)}`);
     console.log(bad.join("; ") || `sendrecv of ${4 * P * exchanges} bytes per round, nothing else`);
-    process.exit(bad.length ? 1 : 0);' "$(metrics "$name")" "$P" "${topo##*:}" >"$WORK/cmp" \
-    && pass "$name: $(cat "$WORK/cmp"); 4 replica losses and a consensus distance per evaluation" \
+    process.exit(bad.length ? 1 : 0);' "$(metrics "$name")" "$P" "${topo##*:}" "$replica_batches" \
+    >"$WORK/cmp" \
+    && pass "$name: $(cat "$WORK/cmp"); 4 replica losses (on $([ $replica_batches = 1 ] && echo "1/8 of" || echo "the same as") the average's tokens) and a consensus distance per evaluation" \
     || fail "$name: $(cat "$WORK/cmp")"
 done
 
@@ -124,21 +130,25 @@ node -e '
   && pass "per-rank local_steps: $(cat "$WORK/cmp")" || fail "per-rank local_steps: $(cat "$WORK/cmp")"
 
 # 5. Per-rank state: resume at 4 ranks bit-identical from step 4 (mid-round: rounds of 3) and
-# from step 6 (a round end), for every gasloc mode and diloco; refused at 2 ranks.
-for m in "gasloc mode=accelerated" "gasloc mode=mixed_nesterov" "gasloc mode=zij_literal" "diloco outer_lr=0.5"; do
+# from step 6 (a round end), for every gasloc mode, mix_momentum's correction (gossip and
+# mixed_nesterov) and diloco; refused at 2 ranks.
+for m in "gasloc mode=accelerated" "gasloc mode=mixed_nesterov" "gasloc mode=zij_literal" \
+         "gasloc mode=mixed_nesterov mix_momentum=0.5" "gossip mix_momentum=0.5" "diloco outer_lr=0.5"; do
   set -- $m
-  name="res-$1-${2#*=}"
-  opts=(--set "optimizer.name=$1" --set "optimizer.$1.local_steps=3" --set "optimizer.$1.$2"
-        --set optimizer.gasloc.topology=ring --set train.checkpoint_every=2 --set train.keep_checkpoints=0
-        --set train.steps=8)
-  [[ $1 == diloco ]] && opts=("${opts[@]:0:6}" "${opts[@]:8}")  # no gasloc section for diloco
+  method="$1"; shift
+  name="res-$method-${1#*=}"
+  opts=(--set "optimizer.name=$method" --set "optimizer.$method.local_steps=3"
+        --set train.checkpoint_every=2 --set train.keep_checkpoints=0 --set train.steps=8)
+  for kv in "$@"; do opts+=(--set "optimizer.$method.$kv"); done
+  for kv in "${@:2}"; do name+="-${kv%%=*}"; done
+  [[ $method != diloco ]] && opts+=(--set "optimizer.$method.topology=ring")
   train4 "$name" "${opts[@]}" || continue
   for from in 4 6; do
     train4 "$name-r$from" "${opts[@]}" --resume "$WORK/$name/checkpoints/step_0000000$from" \
       && cmp -s "$WORK/$name/checkpoints/step_00000008/optimizer.safetensors" "$WORK/$name-r$from/checkpoints/step_00000008/optimizer.safetensors" \
       && cmp -s "$WORK/$name/checkpoints/step_00000008/model.safetensors" "$WORK/$name-r$from/checkpoints/step_00000008/model.safetensors" \
-      && pass "$1 $2: resume from step $from ($( ((from % 3)) && echo mid-round || echo a round end)) at 4 ranks is bit-identical" \
-      || fail "$1 $2: resume from step $from differs"
+      && pass "$m: resume from step $from ($( ((from % 3)) && echo mid-round || echo a round end)) at 4 ranks is bit-identical" \
+      || fail "$m: resume from step $from differs"
   done
 done
 expect_error "gasloc state at another world size" "\[error\] .*per rank .*saved at 4 rank\(s\); this run has 2" \
@@ -157,6 +167,10 @@ bad "diloco local_steps < 1 in a per-rank list" 'optimizer.diloco.local_steps\[1
   --set optimizer.name=diloco --set 'optimizer.diloco.local_steps=[2,0]'
 bad "gasloc outer_momentum >= 1" 'optimizer.gasloc.outer_momentum: must lie in \[0, 1\)' \
   --set optimizer.name=gasloc --set optimizer.gasloc.outer_momentum=1
+bad "gossip mix_momentum >= 1" 'optimizer.gossip.mix_momentum: must lie in \[0, 1\)' \
+  --set optimizer.name=gossip --set optimizer.gossip.mix_momentum=1
+bad "gasloc mix_momentum in mode accelerated" 'optimizer.gasloc.mix_momentum: applies to mode mixed_nesterov only' \
+  --set optimizer.name=gasloc --set optimizer.gasloc.mix_momentum=0.5
 bad "gasloc mode unknown" 'optimizer.gasloc.mode: expected a string, one of' \
   --set optimizer.name=gasloc --set optimizer.gasloc.mode=nesterov
 bad "gasloc section with diloco" 'optimizer.gasloc: section not used: optimizer.name is "diloco"' \

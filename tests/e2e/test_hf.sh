@@ -2,7 +2,8 @@
 # (SentencePiece): export-hf writes the documented files (tokenizer files byte for byte),
 # import-hf gives back the checkpoint's model.safetensors bit for bit and a second export the
 # same directory; train --init-from an HF directory evaluates to exactly the source run's
-# validation loss; generate on the run, the HF directory and the imported checkpoint prints
+# validation loss, and so does the config key train.init_from (recorded in config.json,
+# unused on --resume); generate on the run, the HF directory and the imported checkpoint prints
 # the same text. Logits parity with the HF architectures is tests/unit/test_hf.cpp.
 source "$(dirname "$0")/lib.sh"
 require_data
@@ -66,6 +67,24 @@ for src in hf run; do
   [[ "$got" == "$want" ]] && pass "train --init-from $src: step-0 val loss $got == the run's final" \
     || fail "train --init-from $src: step-0 val loss $got, the run ended at $want"
 done
+
+# train.init_from, the key a config or a sweep sets: the same start, recorded in the run's
+# config.json; --resume of that run restores its own checkpoint and says the key goes unused.
+key_init=(--set train.steps=1 --set "train.init_from=\"$WORK/run\"" --out "$WORK/init-key")
+"$G" train -c $TINY "${common[@]}" "${key_init[@]}" >"$WORK/init-key.log" 2>&1 \
+  || { cat "$WORK/init-key.log"; fail "train with train.init_from failed"; }
+got=$(json_field "$WORK/init-key/metrics.jsonl" 0 val_loss)
+recorded=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).train.init_from)' \
+  "$WORK/init-key/config.json")
+[[ "$got" == "$want" && "$recorded" == "$WORK/run" ]] \
+  && pass "train.init_from: step-0 val loss $got == the run's final; config.json records it" \
+  || fail "train.init_from: step-0 val loss $got (want $want), config.json records [$recorded]"
+"$G" train -c $TINY "${common[@]}" "${key_init[@]}" --set train.steps=2 --resume "$WORK/init-key" \
+  >"$WORK/init-key-resume.log" 2>&1 \
+  && grep -q "train.init_from .*: unused, --resume restores the checkpoint's weights" "$WORK/init-key-resume.log" \
+  && [[ "$(json_field "$WORK/init-key/metrics.jsonl" 1 loss)" != "" ]] \
+  && pass "train.init_from on --resume: unused (logged), the run continues to step 2" \
+  || { tail -n 5 "$WORK/init-key-resume.log"; fail "resume of a run with train.init_from"; }
 
 gen() { "$G" generate --checkpoint "$1" --prompt "The history of" --tokens 16 --seed 7 2>/dev/null; }
 a=$(gen "$WORK/run"); b=$(gen "$WORK/hf"); c=$(gen "$WORK/ckpt")

@@ -119,9 +119,9 @@ expect_clean "import: merges.txt missing" "nomerges/merges.txt: missing" "$G" im
 expect_clean "import: non-empty output" "busy is not empty \(notes.txt\) and was not made by gossamer import-hf" "$G" import-hf "$WORK/hf" "$WORK/busy"
 
 # ---- train --init-from, generate
-expect_clean "init-from: another model shape" "--init-from .*hf: config.json describes another model than the run's \(n_layer: 2 vs 3" \
+expect_clean "init-from: another model shape" "train.init_from \(--init-from\) .*hf: config.json describes another model than the run's \(n_layer: 2 vs 3" \
   "$G" train -c $TINY --set model.n_layer=3 --set train.steps=1 --init-from "$WORK/hf" --out "$WORK/out"
-expect_clean "init-from: another checkpoint shape" "--init-from .*: the checkpoint is of another model than the run's \(d_model: 64 vs 128" \
+expect_clean "init-from: another checkpoint shape" "train.init_from \(--init-from\) .*: the checkpoint is of another model than the run's \(d_model: 64 vs 128" \
   "$G" train -c $TINY --set model.d_model=128 --set train.steps=1 --init-from "$WORK/run" --out "$WORK/out"
 expect_clean "init-from: nothing there" "nope: no such checkpoint" "$G" train -c $TINY --init-from "$WORK/nope" --out "$WORK/out"
 expect_clean "init-from with resume" "--init-from and --resume exclude each other" "$G" train -c $TINY --init-from "$WORK/hf" --resume "$WORK/run" --out "$WORK/out"

@@ -8,7 +8,8 @@
 // correction fails the accelerated case. On the complete graph at 4 ranks: the accelerated
 // mode's general mixing path equals DiLoCo within 1e-6 relative over 6 rounds; mixed_nesterov's
 // general path (complete_fast_path false) equals its fast path within 1e-6, and the fast path
-// equals DiLoCo bit for bit.
+// equals DiLoCo bit for bit. mix_momentum (gossip, mixed_nesterov) against its formula, and
+// the average of the replicas it leaves untouched.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,7 +66,8 @@ struct Case {
   std::vector<int64_t> local_steps;  // one value, or one per rank
   double gossip_weight;              // configured alpha (0: the default)
   int world, rounds;
-  bool fast_path = true;  // optimizer.gasloc.complete_fast_path
+  bool fast_path = true;    // optimizer.gasloc.complete_fast_path
+  double mix_momentum = 0;  // beta of optimizer.gasloc/gossip.mix_momentum
 };
 
 int64_t steps_of(const Case& c, int rank) {
@@ -105,6 +107,10 @@ Trajectory run_library(const Case& c) {
         cfg.gasloc.topology = cfg.gossip.topology = c.topology;
         cfg.gasloc.gossip_weight = cfg.gossip.gossip_weight = c.gossip_weight;
         cfg.gasloc.complete_fast_path = c.fast_path;
+        optim::GossipGraph& graph = c.method == Method::GOSSIP
+                                        ? static_cast<optim::GossipGraph&>(cfg.gossip)
+                                        : static_cast<optim::GossipGraph&>(cfg.gasloc);
+        graph.mix_momentum = c.mix_momentum;
         cfg.gasloc.mode = c.method == Method::MIXED_NESTEROV
                               ? GaslocMode::GASLOC_MODE_MIXED_NESTEROV
                           : c.method == Method::ZIJ_LITERAL ? GaslocMode::GASLOC_MODE_ZIJ_LITERAL
@@ -132,7 +138,7 @@ Trajectory run_library(const Case& c) {
 // ---- the formulas, in double --------------------------------------------------------------------
 
 struct RefRank {
-  std::vector<double> x, m, v, anchor, mom, y_prev;
+  std::vector<double> x, m, v, anchor, mom, y_prev, correction;
 };
 
 // AdamW with weight decay 0 and no clipping at the rank's own step count s.
@@ -166,7 +172,7 @@ Trajectory reference(const Case& c) {
   for (RefRank& k : r) {
     k.x.resize(n);
     for (size_t i = 0; i < n; ++i) k.x[i] = x0_of(i);
-    k.m.assign(n, 0.0), k.v.assign(n, 0.0), k.mom.assign(n, 0.0);
+    k.m.assign(n, 0.0), k.v.assign(n, 0.0), k.mom.assign(n, 0.0), k.correction.assign(n, 0.0);
     k.anchor = k.y_prev = k.x;  // y_prev before round 1: the first weights
   }
   const int64_t slots = slots_of(c);
@@ -212,6 +218,9 @@ Trajectory reference(const Case& c) {
           RefRank& q = r[size_t(k)];
           double next = mix(z, k);
           if (c.method == Method::ZIJ_LITERAL) next += kGamma * (y[size_t(k)] - q.y_prev[i]);
+          // mix_momentum: + beta (W z - z + c), c <- x - z
+          next += c.mix_momentum * (next - z[size_t(k)] + q.correction[i]);
+          q.correction[i] = next - z[size_t(k)];
           q.x[i] = next;
           if (c.method != Method::GOSSIP) q.anchor[i] = next;
           q.y_prev[i] = y[size_t(k)];
@@ -261,6 +270,50 @@ TEST(GaslocRounds, EveryModeMatchesItsFormulaOnThreeRanks) {
         {std::string(names[m]) + " one_peer H=[1,2,1]", methods[m], kOnePeer, {1, 2, 1}, 0, 3, 3},
     };
     for (const Case& c : cases) expect_matches(run_library(c), reference(c), c.label);
+  }
+}
+
+// mix_momentum with gossip and mixed_nesterov, on the same graphs: the momentum term and the
+// correction against their formula (a beta that also moved the mean, or a correction not kept
+// across rounds, fails it).
+TEST(GaslocRounds, MixMomentumMatchesItsFormulaOnThreeRanks) {
+  for (Method m : {Method::GOSSIP, Method::MIXED_NESTEROV}) {
+    const std::string name = m == Method::GOSSIP ? "gossip" : "mixed_nesterov";
+    std::vector<Case> cases = {
+        {name + " mix_momentum 0.5 ring alpha 1/4 H=1", m, kRing, {1}, 0.25, 3, 4},
+        {name + " mix_momentum 0.5 one_peer H=[1,2,1]", m, kOnePeer, {1, 2, 1}, 0, 3, 4},
+    };
+    for (Case& c : cases) {
+      c.mix_momentum = 0.5;
+      expect_matches(run_library(c), reference(c), c.label);
+    }
+  }
+}
+
+// The gradients here do not depend on the weights, so the average of the replicas does not
+// depend on how they mix: with and without mix_momentum it is the same at every update, while
+// the replicas themselves differ from round 2 on. (A momentum of the form W[(1 + beta) z - beta
+// z_prev] would move the average.)
+TEST(GaslocRounds, MixMomentumLeavesTheAverageOfTheReplicasUntouched) {
+  const auto average = [](const Trajectory& t, size_t u) {
+    std::vector<double> a(t[u][0].size(), 0.0);
+    for (const auto& rank : t[u])
+      for (size_t i = 0; i < a.size(); ++i) a[i] += rank[i] / double(t[u].size());
+    return Trajectory{{a}};
+  };
+  for (Method m : {Method::GOSSIP, Method::MIXED_NESTEROV}) {
+    Case plain{"plain", m, kRing, {1}, 0.25, 3, 4};
+    Case fast = plain;
+    fast.mix_momentum = 0.6;
+    const Trajectory a = run_library(plain), b = run_library(fast);
+    for (size_t u = 0; u < a.size(); ++u) {
+      double worst = 0;
+      EXPECT_EQ(count_off(average(b, u), average(a, u), 0, &worst), 0u)
+          << "update " << u + 1 << ": the average moved, largest relative error " << worst;
+      if (u == 0) continue;
+      worst = 0;
+      EXPECT_GT(count_off(b, a, int64_t(u), &worst), 0u) << "update " << u + 1;
+    }
   }
 }
 

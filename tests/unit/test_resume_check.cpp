@@ -66,13 +66,17 @@ TEST(ResumeCheck, EachSectionDeclaresItsResumeKeys) {
   EXPECT_EQ(r.before.at("optimizer.scape.mask_score"), "momentum");
   EXPECT_EQ(r.before.at("optimizer.scape.sparsity_ramp_steps"), 0);
   EXPECT_EQ(r.before.at("optimizer.smet.ramp_from_start"), true);
-  EXPECT_EQ(r.before.size(), 12u);
+  // The gossip graph's key, declared once, under both sections that embed it.
+  EXPECT_EQ(r.before.at("optimizer.gasloc.mix_momentum"), 0.0);
+  EXPECT_EQ(r.before.at("optimizer.gossip.mix_momentum"), 0.0);
+  EXPECT_EQ(r.before.size(), 14u);
   for (const char* section : {"kernels.", "metrics.", "parallel."})
     EXPECT_NE(std::find(r.harmless_sections.begin(), r.harmless_sections.end(), section),
               r.harmless_sections.end())
         << section;
   EXPECT_EQ(r.harmless_sections.size(), 3u);
-  for (const char* key : {"train.steps", "data.micro_batch", "optimizer.scape.shard_block_kb"})
+  for (const char* key : {"train.steps", "data.micro_batch", "optimizer.scape.shard_block_kb",
+                          "train.init_from", "train.eval_replica_batches"})
     EXPECT_TRUE(gossamer::run::change_is_harmless_on_resume(key)) << key;
   for (const char* key :
        {"train.seed", "data.seq_len", "optimizer.scape.sparsity", "model.n_layer"})
