@@ -5,7 +5,8 @@ Usage: /usr/bin/python3 scripts/study-gasloc-many.py [--ref POINT] [--ranks N] S
 The sweep's points are METHOD,seed=S (a `"grid": {"train.seed": [...]}`). Prints, per method:
 the seeds, the final validation loss of the evaluation weights (the average model) as the mean
 over seeds with the spread (max - min), the gap of the mean to the reference method's (--ref,
-default adamw) in nats and percent, and whether the gap exceeds the two spreads together; then
+default adamw) in nats and percent, whether the gap exceeds the two spreads together and the
+replicas' own final losses (mean over ranks and seeds); then
 the relative consensus distance at every evaluation (mean over seeds), and, for a ring of
 --ranks ranks with the default weight 1/3, its spectral gap and the best accelerated momentum.
 Invariant: a method missing a seed's evaluation at its last planned step (point.json's
@@ -64,23 +65,28 @@ def main():
         got = [v["val_loss"] for v in vals.values() if v is not None]
         return got, missing
 
+    def replicas_mean(m):  # the replicas' own final losses, mean over ranks and seeds
+        v = [x for s, l in methods[m].items() if (f := final(l, planned[(m, s)]))
+             for x in f.get("val_loss_replicas", [])]
+        return f"{sum(v) / len(v):.4f}" if v else "-"
+
     ref_vals, _ = summary(a.ref) if a.ref in methods else ([], [])
     ref_mean = sum(ref_vals) / len(ref_vals) if ref_vals else None
     ref_spread = max(ref_vals) - min(ref_vals) if ref_vals else None
-    print(f"| method | seeds | final val, mean | spread (max - min) | vs {a.ref} (nats) | vs {a.ref} | beyond both spreads |")
-    print("|---|--:|--:|--:|--:|--:|---|")
+    print(f"| method | seeds | final val, mean | spread (max - min) | vs {a.ref} (nats) | vs {a.ref} | beyond both spreads | replicas' own val, mean |")
+    print("|---|--:|--:|--:|--:|--:|---|--:|")
     for m, runs in methods.items():
         got, missing = summary(m)
         if missing:
-            print(f"| {m} | {len(runs)} | no final evaluation (yet) for seed(s) {', '.join(missing)} | | | | |")
+            print(f"| {m} | {len(runs)} | no final evaluation (yet) for seed(s) {', '.join(missing)} | | | | | |")
             continue
         mean, spread = sum(got) / len(got), max(got) - min(got)
         if ref_mean is None or m == a.ref:
-            print(f"| {m} | {len(got)} | {mean:.4f} | {spread:.4f} | - | - | - |")
+            print(f"| {m} | {len(got)} | {mean:.4f} | {spread:.4f} | - | - | - | {replicas_mean(m)} |")
             continue
         d = mean - ref_mean
         beyond = "yes" if abs(d) > spread + ref_spread else "no"
-        print(f"| {m} | {len(got)} | {mean:.4f} | {spread:.4f} | {d:+.4f} | {100 * d / ref_mean:+.2f}% | {beyond} |")
+        print(f"| {m} | {len(got)} | {mean:.4f} | {spread:.4f} | {d:+.4f} | {100 * d / ref_mean:+.2f}% | {beyond} | {replicas_mean(m)} |")
 
     print()
     print("Relative consensus distance |x_r - mean| / |mean| at each evaluation (mean over seeds):")
