@@ -124,6 +124,10 @@ TEST(RunConfig, InvariantsNameTheKeys) {
             std::string::npos);
   EXPECT_NE(invalid([](auto& c) { c.model.padded_vocab = 100; }).find("model.padded_vocab"),
             std::string::npos);
+  EXPECT_NE(invalid([](auto& c) {
+              c.train.eval_replica_batches = -1;
+            }).find("train.eval_replica_batches: must be >= 0, found -1"),
+            std::string::npos);
   run::RunConfig ok;
   ok.train.global_batch_tokens = 256 * 4;
   EXPECT_EQ(ok.grad_accum_steps(1), 4);
