@@ -214,8 +214,8 @@ void plan_sharded(const StateTensor& s, comm::Communicator& comm, std::vector<Fi
   out.push_back({s.name, s.dtype, s.total, nullptr, fill});
 }
 
-// Per-rank tensors and summed rows: every rank's tensor, in rank order, from one gather (held
-// until the last rank's tensor is written).
+// Per-rank tensors and summed rows: every rank's tensor, in rank order (summed rows: from one
+// gather).
 void plan_rows(const StateTensor& s, comm::Communicator& comm, std::vector<FileTensor>& out) {
   const size_t esize = optim::state_dtype_size(s.dtype);
   const std::vector<size_t> counts = counts_of_ranks(comm, s.numel);
@@ -237,16 +237,24 @@ void plan_rows(const StateTensor& s, comm::Communicator& comm, std::vector<FileT
                    }});
     return;
   }
-  size_t at = 0;
+  // Per-rank: rank r sends its own tensor to rank 0 alone when rank 0 writes it, so rank 0 holds
+  // one rank's tensor at a time and the others nothing more (an all-gather would give each of
+  // many ranks in one process every rank's copy).
   for (int r = 0; r < comm.size(); ++r) {
-    const size_t n = counts[size_t(r)], last = size_t(comm.size() - 1);
+    const size_t n = counts[size_t(r)];
     out.push_back({rank_tensor_name(s.name, r), s.dtype, n, nullptr,
-                   [gather, all, r, at, n, esize, last](const auto& sink) {
-                     if (r == 0) gather();
-                     sink(all->data() + at * esize, n * esize);
-                     if (size_t(r) == last) std::vector<uint8_t>().swap(*all);
+                   [&comm, s, r, n, esize](const auto& sink) {
+                     const comm::DType wire = wire_dtype(s.dtype);
+                     if (comm.rank() == r && r != 0) {
+                       comm.send(s.data, n, wire, 0).wait();
+                     } else if (comm.rank() == 0 && r == 0) {
+                       sink(s.data, n * esize);
+                     } else if (comm.rank() == 0) {
+                       std::vector<uint8_t> piece(n * esize);
+                       comm.recv(piece.data(), n, wire, r).wait();
+                       sink(piece.data(), piece.size());
+                     }
                    }});
-    at += n;
   }
 }
 
