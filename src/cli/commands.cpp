@@ -37,7 +37,7 @@ namespace {
 
 Subcommand add_train_command(CLI::App& app) {
   struct Args {
-    std::string config, out;
+    std::string config, out, init_from;
     train::TrainStart start;
     std::vector<std::string> sets;
     int ranks = 0;
@@ -50,7 +50,7 @@ Subcommand add_train_command(CLI::App& app) {
   cmd->add_option("--resume", a->start.resume,
                   "resume from a checkpoint directory or a run directory (its newest intact "
                   "checkpoint)");
-  cmd->add_option("--init-from", a->start.init_from,
+  cmd->add_option("--init-from", a->init_from,
                   "start from the weights of a checkpoint, run or Hugging Face model directory "
                   "(fresh optimizer, step 0); sets train.init_from");
   cmd->add_option("--allow-change", a->start.allow_change,
@@ -66,7 +66,7 @@ Subcommand add_train_command(CLI::App& app) {
                 "afresh");
   return {cmd, [a, ranks] {
             const train::TrainStart& s = a->start;
-            GOSSAMER_CHECK(s.resume.empty() || s.init_from.empty(),
+            GOSSAMER_CHECK(s.resume.empty() || a->init_from.empty(),
                            "--init-from and --resume exclude each other (--resume restores the "
                            "optimizer and step too)");
             GOSSAMER_CHECK(!s.resume.empty() || s.allow_change.empty(),
@@ -78,8 +78,8 @@ Subcommand add_train_command(CLI::App& app) {
             std::vector<std::string> sets = a->sets;
             if (!a->out.empty()) sets.push_back("train.out_dir=" + nlohmann::json(a->out).dump());
             // Recorded in the run's config.json like the key it overrides.
-            if (!s.init_from.empty())
-              sets.push_back("train.init_from=" + nlohmann::json(s.init_from).dump());
+            if (!a->init_from.empty())
+              sets.push_back("train.init_from=" + nlohmann::json(a->init_from).dump());
             run::RunConfig config = run::load_run_config(a->config, sets);
             if (ranks->count() > 0) {
               config.parallel.ranks = a->ranks;

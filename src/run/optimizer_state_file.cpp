@@ -221,19 +221,14 @@ void plan_rows(const StateTensor& s, comm::Communicator& comm, std::vector<FileT
   const std::vector<size_t> counts = counts_of_ranks(comm, s.numel);
   size_t sum = 0;
   for (size_t c : counts) sum += c;
-  auto all = std::make_shared<std::vector<uint8_t>>();
-  auto gather = [&comm, s, counts, sum, esize, all] {
-    all->resize(sum * esize);
-    comm.all_gather(s.data, all->data(), counts, wire_dtype(s.dtype)).wait();
-  };
   if (s.scope == StateScope::STATE_SCOPE_SUMMED_ROWS) {
     GOSSAMER_CHECK(s.dtype == StateDType::STATE_DTYPE_F32 && sum == s.numel * size_t(comm.size()),
                    "optimizer state %s: summed rows must be F32 and of one size on every rank",
                    s.name.c_str());
-    out.push_back({s.name, s.dtype, sum, nullptr, [gather, all](const auto& sink) {
-                     gather();
-                     sink(all->data(), all->size());
-                     std::vector<uint8_t>().swap(*all);
+    out.push_back({s.name, s.dtype, sum, nullptr, [&comm, s, counts, sum, esize](const auto& sink) {
+                     std::vector<uint8_t> all(sum * esize);
+                     comm.all_gather(s.data, all.data(), counts, wire_dtype(s.dtype)).wait();
+                     sink(all.data(), all.size());
                    }});
     return;
   }

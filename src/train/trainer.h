@@ -22,9 +22,6 @@ namespace gossamer::train {
 struct TrainStart {
   // Continue from a checkpoint, or from a run directory's newest intact checkpoint.
   std::string resume;
-  // Start from the weights of a checkpoint, a run directory or a Hugging Face model directory
-  // (hf/import.h), with a fresh optimizer (excludes resume).
-  std::string init_from;
   // Move a run already in train.out_dir aside and start afresh (excludes resume).
   bool overwrite = false;
   // With resume: config keys of the run's definition that may differ from the checkpoint's

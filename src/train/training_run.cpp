@@ -205,10 +205,9 @@ TrainingRun::~TrainingRun() {
     sim->set_cpu_source({});  // the clock keeps what it charged; the model goes
 }
 
-// Where a new run's weights come from: TrainStart::init_from (tests), else train.init_from
-// (--init-from sets it); nothing on --resume, which restores the checkpoint's.
+// Where a new run's weights come from: train.init_from (--init-from sets it); nothing on
+// --resume, which restores the checkpoint's.
 std::string TrainingRun::weights_source(const TrainStart& start) const {
-  if (!start.init_from.empty()) return start.init_from;
   if (tc_.init_from.empty() || start.resume.empty()) return tc_.init_from;
   if (rank_ == 0)
     log_info("train.init_from %s: unused, --resume restores the checkpoint's weights",
